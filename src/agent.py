@@ -1,0 +1,236 @@
+"""The repair loop for one task: ask the model, run its `run_code` calls, feed results back.
+
+It stops when the feedback tests pass, when the model stops calling the tool (its last code is
+the answer), or when the budget of 1 + max_iters model turns is spent. The verdict that counts
+is not decided here: the scorer reruns the final code against the full tests.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import prompts
+from .client import ChatModel, ChatReply, ChatRequest, is_tools_rejected
+from .codecheck import check_candidate
+from .dataset import Task
+from .errors import ModelCallError
+from .executor import Executor
+from .toolcalls import ParsedCall, extract_calls, first_usable
+
+FEEDBACK_MODES = ("tests", "example", "none")
+
+
+class ToolMode:
+    """Per endpoint: native tool calling, or the text protocol once the endpoint shows it needs it."""
+
+    def __init__(self, native: bool) -> None:
+        self._native = native
+        self.reason = "" if native else "preset has native_tools: false"
+        self._lock = threading.Lock()
+
+    @property
+    def native(self) -> bool:
+        return self._native
+
+    @property
+    def name(self) -> str:
+        return "native" if self._native else "text"
+
+    def switch_to_text(self, reason: str) -> None:
+        with self._lock:
+            if self._native:
+                self._native = False
+                self.reason = reason
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_iters: int = 5
+    feedback: str = "tests"
+    temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7)
+    max_tokens: int = 1024
+    repeat_bump: float = 0.2  # added to the temperature per repeated candidate so far
+
+    def temperature(self, turn: int, repeats: int) -> float:
+        base = self.temperatures[min(turn, len(self.temperatures) - 1)]
+        return round(min(1.0, base + self.repeat_bump * repeats), 3) if repeats else base
+
+
+@dataclass
+class Attempt:
+    turn: int
+    temperature: float
+    outcome: str  # passed | failed | timeout | invalid | repeat | malformed | no_code | not_run | error
+    via: str | None = None  # how the call was found: native, hermes, json, tool_call_line, fenced
+    code: str | None = None  # the candidate as run (None when there was none)
+    feedback: str = ""  # what the model was told
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    exec_s: float = 0.0
+    key_index: int | None = None
+    http_attempts: int = 0
+
+
+@dataclass
+class AgentResult:
+    attempts: list[Attempt] = field(default_factory=list)
+    first_code: str | None = None  # the candidate of the first turn (the classic pass@1 sample)
+    final_code: str | None = None  # the last valid candidate
+    stop_reason: str = ""  # passed | stopped_calling | budget | error | interrupted
+    error: str | None = None  # an infrastructure failure, not the model's
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_mode: str = "native"
+
+    @property
+    def iterations(self) -> int:
+        return len(self.attempts)
+
+    def attempts_dicts(self) -> list[dict[str, Any]]:
+        return [asdict(a) for a in self.attempts]
+
+
+def feedback_test(task: Task, mode: str) -> str | None:
+    if mode == "tests":
+        return task.test
+    if mode == "example":
+        return task.example_test or None
+    return None
+
+
+def _assistant_message(reply: ChatReply, native: bool) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or ""}
+    if native and reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    return message
+
+
+def _reply_messages(reply: ChatReply, call: ParsedCall | None, text: str) -> list[dict[str, Any]]:
+    """Native calls are answered with tool messages (every call id needs one); text calls by the user."""
+    if not reply.tool_calls:
+        return [{"role": "user", "content": text}]
+    out = []
+    for tc in reply.tool_calls:
+        answer = text if call is not None and tc.id == call.call_id else "Not run: one run_code call per turn."
+        out.append({"role": "tool", "tool_call_id": tc.id, "content": answer})
+    return out
+
+
+def repair(
+    task: Task,
+    model: ChatModel,
+    executor: Executor,
+    settings: AgentSettings,
+    mode: ToolMode,
+    stop: threading.Event | None = None,
+) -> AgentResult:
+    tests = feedback_test(task, settings.feedback)
+    result = AgentResult(tool_mode=mode.name)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": prompts.system_prompt(text_protocol=not mode.native)},
+        {"role": "user", "content": prompts.task_prompt(task, tests)},
+    ]
+    result.messages = messages
+    tried: set[str] = set()
+    repeats = 0
+    budget = 1 + max(0, settings.max_iters)
+    turn = 0
+    while turn < budget:
+        if stop is not None and stop.is_set():
+            result.stop_reason = "interrupted"
+            return result
+        temperature = settings.temperature(turn, repeats)
+        native = mode.native
+        request = ChatRequest(
+            messages=messages,
+            temperature=temperature,
+            max_tokens=settings.max_tokens,
+            tools=[prompts.RUN_CODE_TOOL] if native else None,
+            task_id=task.task_id,
+        )
+        try:
+            reply = model.chat(request)
+        except ModelCallError as exc:
+            if native and is_tools_rejected(exc):
+                mode.switch_to_text(f"the endpoint rejected `tools`: {str(exc)[:200]}")
+                messages[0] = {"role": "system", "content": prompts.system_prompt(text_protocol=True)}
+                result.tool_mode = mode.name
+                continue  # the same turn again, as text; no attempt was spent
+            result.error = str(exc)
+            result.stop_reason = "error"
+            return result
+        messages.append(_assistant_message(reply, native))
+        calls = extract_calls(reply.content, reply.tool_calls)
+        call = first_usable(calls)
+        if native and not reply.tool_calls and call is not None and call.via != "fenced":
+            mode.switch_to_text("replies carry tool calls as text instead of tool_calls")
+        result.tool_mode = mode.name
+        attempt = Attempt(
+            turn=turn,
+            temperature=temperature,
+            outcome="no_code",
+            via=call.via if call else None,
+            tokens_in=reply.usage.prompt_tokens,
+            tokens_out=reply.usage.completion_tokens,
+            latency_s=reply.latency_s,
+            key_index=reply.key_index,
+            http_attempts=reply.http_attempts,
+        )
+        result.attempts.append(attempt)
+        turn += 1
+        if call is None:
+            if result.final_code is not None or turn >= budget:
+                result.stop_reason = "stopped_calling" if result.final_code is not None else "budget"
+                return result
+            attempt.feedback = prompts.no_code_text(task.entry_point)
+            messages.append({"role": "user", "content": attempt.feedback})
+            continue
+        if call.code is None:
+            attempt.outcome = "malformed"
+            attempt.feedback = f"Your run_code call could not be read: {call.error}."
+        else:
+            check = check_candidate(call.code, task.buggy_code, task.entry_point)
+            attempt.code = check.code
+            if not check.ok:
+                attempt.outcome, attempt.feedback = "invalid", check.message
+            elif check.fingerprint in tried:
+                repeats += 1
+                attempt.outcome, attempt.feedback = "repeat", prompts.repeat_text()
+            else:
+                tried.add(check.fingerprint)
+                result.final_code = check.code
+                if attempt.turn == 0:
+                    result.first_code = check.code
+                if settings.max_iters == 0:
+                    attempt.outcome = "not_run"  # one attempt, no feedback
+                    result.stop_reason = "budget"
+                    return result
+                run = executor.run(check.code, tests or "")
+                attempt.exec_s = run.duration_s
+                if run.status == "error":
+                    result.error = f"executor: {run.message}"
+                    attempt.outcome = "error"
+                    result.stop_reason = "error"
+                    return result
+                attempt.outcome = run.status
+                if run.passed and tests is None:
+                    attempt.feedback = "The code ran without errors (no tests are shown in this mode)."
+                else:
+                    attempt.feedback = prompts.tool_result_text(run.status, run.message, run.output)
+                if run.passed:
+                    messages.extend(_reply_messages(reply, call, attempt.feedback))
+                    result.stop_reason = "passed"
+                    return result
+        messages.extend(_reply_messages(reply, call, attempt.feedback))
+    result.stop_reason = "budget"
+    return result
+
+
+def dumps_messages(messages: list[dict[str, Any]]) -> str:
+    return json.dumps(messages, indent=2, ensure_ascii=False)

@@ -1,0 +1,22 @@
+"""Error types. A UserError is bad input: the CLI prints its one-line message and exits 2."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input from the user (file, row, field, option); shown as one line, exit code 2."""
+
+
+class DatasetError(UserError):
+    """A dataset file or row that cannot be used."""
+
+
+class ConfigError(UserError):
+    """A bad option, preset or environment setting."""
+
+
+class ModelCallError(Exception):
+    """The model endpoint failed for good (retries exhausted, every key rejected).
+
+    An infrastructure failure: the task is recorded with an `error`, apart from model failures.
+    """

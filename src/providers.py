@@ -1,0 +1,82 @@
+"""From a preset to a live ChatModel: API keys from the environment, the oracle, the embedded server."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .client import ChatModel, OpenAIChatModel, RetryPolicy
+from .dataset import Task
+from .errors import ConfigError
+from .keys import KeyPool, split_keys
+from .oracle import OracleModel
+from .presets import Preset
+
+# Servers that take any key (vLLM, llama.cpp, Ollama) still need a non-empty string for the SDK.
+PLACEHOLDER_KEY = "not-needed"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    model: ChatModel
+    preset: Preset  # as used (the embedded server fills in its base URL)
+    keys: int  # how many keys the pool holds
+
+
+def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
+    env = environ if environ is not None else os.environ
+    keys = split_keys(env.get(preset.key_env or "", ""))
+    if not keys:
+        if preset.provider in ("openai", "together", "hf"):
+            raise ConfigError(
+                f"no API key for provider '{preset.provider}': set {preset.key_env} in .env "
+                f"(several keys may be given, separated by commas)"
+            )
+        keys = [PLACEHOLDER_KEY]
+    return KeyPool(keys)
+
+
+@contextlib.contextmanager
+def open_endpoint(
+    preset: Preset,
+    tasks: list[Task],
+    retry: RetryPolicy,
+    gguf: Path | None = None,
+    environ: dict[str, str] | None = None,
+) -> Iterator[Endpoint]:
+    if preset.provider == "oracle":
+        yield Endpoint(OracleModel(preset.model.split(":", 1)[1], tasks), preset, 0)
+        return
+    if preset.provider == "local":
+        from .local_model import embedded_server
+
+        with embedded_server(preset, gguf) as served:
+            pool = KeyPool([PLACEHOLDER_KEY])
+            model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=pool, retry=retry)
+            yield Endpoint(model, served.preset, 1)
+        return
+    pool = key_pool(preset, environ)
+    if not preset.model:
+        preset = _with_served_model(preset, pool)
+    model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=preset.base_url, keys=pool, retry=retry)
+    yield Endpoint(model, preset, len(pool))
+
+
+def _with_served_model(preset: Preset, pool: KeyPool) -> Preset:
+    """--base-url without --model: use the first model the server lists."""
+    from dataclasses import replace
+
+    import openai
+
+    lease = pool.acquire()
+    try:
+        listed = openai.OpenAI(api_key=lease.key, base_url=preset.base_url, max_retries=1, timeout=15).models.list()
+        first = next(iter(listed.data), None)
+    except Exception as exc:
+        raise ConfigError(f"--base-url {preset.base_url}: could not list models ({type(exc).__name__}); pass --model") from None
+    if first is None:
+        raise ConfigError(f"--base-url {preset.base_url}: the server lists no model; pass --model")
+    return replace(preset, model=first.id, name=first.id)

@@ -1,0 +1,323 @@
+"""An eval run: tasks through the agent and the scorer, concurrently, streamed, resumable."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import re
+import signal
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from . import dataset as ds
+from .agent import AgentResult, AgentSettings, ToolMode, repair
+from .client import ChatModel, RetryPolicy
+from .config import RESUME_KEYS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
+from .errors import UserError
+from .executor import Executor, Limits
+from .providers import open_endpoint
+from .records import Stream, TaskRecord, read_stream
+from .results import Summary, results_document, summarize, write_atomic
+from .sandbox import build_executor
+from .scorer import score
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    results_path: Path
+    stream_path: Path
+    summary: Summary
+    config: dict[str, Any]
+    records: list[TaskRecord]
+    status: str
+
+
+def run_task(
+    task: ds.Task,
+    model: ChatModel,
+    executor: Executor,
+    settings: AgentSettings,
+    mode: ToolMode,
+    stop: threading.Event,
+    sample: int = 0,
+) -> tuple[TaskRecord, AgentResult]:
+    start = time.monotonic()
+    result = repair(task, model, executor, settings, mode, stop)
+    verdict = score(result.first_code, result.final_code, task, executor)
+    attempts = result.attempts
+    record = TaskRecord(
+        task_id=task.task_id,
+        entry_point=task.entry_point,
+        bug_type=task.bug_type,
+        failure_symptoms=task.failure_symptoms,
+        passed=verdict.passed,
+        passed_first=verdict.passed_first,
+        iterations=len(attempts),
+        executions=sum(1 for a in attempts if a.outcome in ("passed", "failed", "timeout")),
+        stop_reason=result.stop_reason,
+        tool_mode=result.tool_mode,
+        first_code=result.first_code,
+        final_code=result.final_code,
+        score_message=verdict.message,
+        tokens_in=sum(a.tokens_in for a in attempts),
+        tokens_out=sum(a.tokens_out for a in attempts),
+        model_latency_s=round(sum(a.latency_s for a in attempts), 3),
+        wall_s=round(time.monotonic() - start, 3),
+        attempts=result.attempts_dicts(),
+        error=result.error or verdict.error,
+        sample=sample,
+    )
+    return record, result
+
+
+def _safe_name(task_id: str, sample: int) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
+    return f"{name}__s{sample}.json" if sample else f"{name}.json"
+
+
+def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    trace = {
+        "task_id": record.task_id,
+        "sample": record.sample,
+        "passed": record.passed,
+        "passed_first": record.passed_first,
+        "stop_reason": record.stop_reason,
+        "tool_mode": record.tool_mode,
+        "error": record.error,
+        "attempts": record.attempts,
+        "messages": result.messages,
+    }
+    write_atomic(directory / _safe_name(record.task_id, record.sample), trace)
+
+
+def _check_resume(old: dict[str, Any], new: dict[str, Any], path: Path) -> None:
+    for key in RESUME_KEYS:
+        if key == "task_ids":
+            continue  # taken from the stream
+        if old.get(key) != new.get(key):
+            raise UserError(
+                f"--resume {path}: option '{key}' differs from the interrupted run "
+                f"({old.get(key)!r} there, {new.get(key)!r} now); rerun with the same options"
+            )
+
+
+class ExecutorPool:
+    """One executor per worker (a fork server keeps state), lent out per task."""
+
+    def __init__(self, factory: Callable[[], Executor], size: int) -> None:
+        self._all = [factory() for _ in range(size)]
+        self._free: queue.Queue[Executor] = queue.Queue()
+        for e in self._all:
+            self._free.put(e)
+
+    @property
+    def sample(self) -> Executor:
+        return self._all[0]
+
+    def borrow(self) -> Executor:
+        return self._free.get()
+
+    def give_back(self, executor: Executor) -> None:
+        self._free.put(executor)
+
+    def close(self) -> None:
+        for e in self._all:
+            e.close()
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("passed [green]{task.fields[passed]}[/]  errors [red]{task.fields[errors]}[/]"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+class _SigtermAsInterrupt:
+    """SIGTERM (a scheduler, a `kill`) stops like Ctrl-C: finished tasks are kept."""
+
+    def __enter__(self) -> None:
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGTERM, self._handler)
+
+    @staticmethod
+    def _handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+
+
+def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
+    console = console or Console(stderr=True)
+    data = ds.load(config.dataset_path)
+    old_records: list[TaskRecord] = []
+    old_config: dict[str, Any] | None = None
+    if config.resume:
+        stream_file = config.resume if config.resume.suffix == ".jsonl" else stream_path(config.resume)
+        old_config, old_records = read_stream(stream_file)
+        tasks = ds.select(data.tasks, old_config["task_ids"], None)
+        out = config.out or results_path_for_stream(stream_file)
+    else:
+        tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
+        out = config.out or default_out(config.preset)
+        stream_file = stream_path(out)
+    if not tasks:
+        raise UserError("no tasks selected (check --tasks and --limit)")
+
+    limits = Limits(timeout_s=config.timeout_s)
+    retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
+    pool = ExecutorPool(lambda: build_executor(config.sandbox, limits), max(1, config.workers))
+    try:
+        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf) as endpoint:
+            preset = endpoint.preset
+            run_cfg = replace(config, preset=preset)
+            public = public_config(
+                run_cfg,
+                dataset_source=data.source,
+                dataset_sha256=data.sha256,
+                task_ids=[t.task_id for t in tasks],
+                executor_name=pool.sample.name,
+                isolation=pool.sample.isolation,
+            )
+            stream = Stream(stream_file)
+            if old_config is not None:
+                _check_resume(old_config, public, stream_file)
+                public["started_at"] = old_config.get("started_at", public["started_at"])
+            else:
+                stream.start(public)
+            settings = AgentSettings(
+                max_iters=config.max_iters,
+                feedback=config.feedback,
+                temperatures=preset.temperatures,
+                max_tokens=preset.max_tokens,
+            )
+            mode = ToolMode(preset.native_tools)
+            return _execute(
+                config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset
+            )
+    finally:
+        pool.close()
+
+
+def _execute(
+    config: RunConfig,
+    console: Console,
+    tasks: list[ds.Task],
+    model: ChatModel,
+    pool: ExecutorPool,
+    settings: AgentSettings,
+    mode: ToolMode,
+    stream: Stream,
+    public: dict[str, Any],
+    old_records: list[TaskRecord],
+    out: Path,
+    preset: Any,
+) -> RunOutcome:
+    done: dict[tuple[str, int], TaskRecord] = {r.key: r for r in old_records if not r.error}
+    jobs = [(t, s) for t in tasks for s in range(config.samples) if (t.task_id, s) not in done]
+    if old_records:
+        console.print(f"Resuming: {len(done)} finished task runs kept, {len(jobs)} to run.")
+    stop = threading.Event()
+    started = time.monotonic()
+    prior_wall = 0.0
+    status = "complete"
+    lock = threading.Lock()
+
+    def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
+        executor = pool.borrow()
+        try:
+            return run_task(task, model, executor, settings, mode, stop, sample)
+        finally:
+            pool.give_back(executor)
+
+    total = len(tasks) * config.samples
+    with _SigtermAsInterrupt(), _progress(console) as progress:
+        bar = progress.add_task(
+            "repairing",
+            total=total,
+            completed=len(done),
+            passed=sum(r.passed for r in done.values()),
+            errors=0,
+        )
+        executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix="task")
+        futures: dict[Future[tuple[TaskRecord, AgentResult]], tuple[str, int]] = {
+            executor.submit(work, t, s): (t.task_id, s) for t, s in jobs
+        }
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    if fut.cancelled():
+                        continue
+                    exc = fut.exception()
+                    if exc is not None:
+                        raise exc
+                    record, result = fut.result()
+                    if record.stop_reason == "interrupted":
+                        continue  # not finished: it will run again on --resume
+                    stream.append(record)
+                    if config.traces:
+                        write_trace(config.traces, record, result)
+                    with lock:
+                        done[record.key] = record
+                    errors = sum(1 for r in done.values() if r.error)
+                    progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors)
+                    if config.verbose or config.debug:
+                        _print_task(progress.console, record)
+                    if config.debug:
+                        progress.console.print_json(json.dumps(result.messages, ensure_ascii=False))
+        except KeyboardInterrupt:
+            status = "interrupted"
+            stop.set()
+            progress.console.print("[yellow]Interrupted: finishing the calls in flight, keeping finished tasks…[/]")
+            for fut in pending:
+                fut.cancel()
+            for fut in pending:
+                if not fut.cancelled():
+                    try:
+                        record, result = fut.result()
+                    except Exception:
+                        continue
+                    if record.stop_reason != "interrupted":
+                        stream.append(record)
+                        done[record.key] = record
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    order = {(t.task_id, s): i for i, (t, s) in enumerate((t, s) for t in tasks for s in range(config.samples))}
+    records = sorted(done.values(), key=lambda r: order.get(r.key, 1 << 30))
+    if old_records:
+        prior_wall = sum(r.wall_s for r in old_records)
+    wall = time.monotonic() - started + prior_wall
+    public = dict(public, tool_mode=mode.name, tool_mode_reason=mode.reason)
+    summary = summarize(records, wall, preset.price_in, preset.price_out)
+    document = results_document(public, summary, records, "complete" if len(records) == total else status)
+    write_atomic(out, document)
+    return RunOutcome(out, stream.path, summary, public, records, document["status"])
+
+
+def _print_task(console: Console, record: TaskRecord) -> None:
+    mark = "[green]PASS[/]" if record.passed else ("[red]ERROR[/]" if record.error else "[red]FAIL[/]")
+    first = "first-try" if record.passed_first else ""
+    detail = record.error or ("" if record.passed else record.score_message.splitlines()[0][:100])
+    console.print(f"{mark} {record.task_id} iters={record.iterations} {first} {detail}")

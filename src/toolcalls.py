@@ -1,0 +1,171 @@
+"""Find `run_code` calls in a model reply: native tool calls first, then calls written as text.
+
+Order (first format that yields a call wins): native `tool_calls`; Qwen/Hermes
+`<tool_call>{...}</tool_call>`; a JSON object with name and arguments (bare or fenced);
+a `TOOL_CALL:` line followed by JSON; a ```python block, taken as `run_code(code=...)`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .prompts import TOOL_NAME
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A native tool call as the API returned it (arguments still a JSON string)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    code: str | None  # None when the call was malformed
+    via: str  # native | hermes | json | tool_call_line | fenced
+    call_id: str | None = None  # the native call id, for the tool message
+    error: str = ""  # what was wrong, phrased for the model
+
+
+HERMES_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
+TOOL_CALL_LINE_RE = re.compile(r"^[ \t]*TOOL_CALL:[ \t]*", re.MULTILINE)
+
+
+def _code_from_arguments(args: Any) -> tuple[str | None, str]:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as exc:
+            return None, f"the tool-call arguments are not valid JSON ({exc.msg}); send {{\"code\": \"...\"}}"
+    if not isinstance(args, dict):
+        return None, "the tool-call arguments must be a JSON object like {\"code\": \"...\"}"
+    code = args.get("code")
+    if not isinstance(code, str) or not code.strip():
+        return None, "the tool call has no `code` argument; send {\"code\": \"<the complete function>\"}"
+    return code, ""
+
+
+def _call_from_object(obj: Any, via: str) -> ParsedCall | None:
+    """A {"name": ..., "arguments": ...} object naming our tool (or any tool with a `code`)."""
+    if not isinstance(obj, dict):
+        return None
+    if "function" in obj and isinstance(obj["function"], dict):  # OpenAI-shaped echo
+        obj = obj["function"]
+    name = obj.get("name")
+    args = obj.get("arguments", obj.get("parameters"))
+    if name is None or args is None:
+        return None
+    if name != TOOL_NAME:
+        return ParsedCall(None, via, error=f"unknown tool {name!r}; the only tool is {TOOL_NAME}")
+    code, error = _code_from_arguments(args)
+    return ParsedCall(code, via, error=error)
+
+
+def _json_objects(text: str) -> list[tuple[int, Any]]:
+    """Every top-level JSON object in free text, via raw_decode at each `{` (strings may hold braces)."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, Any]] = []
+    pos = 0
+    while True:
+        start = text.find("{", pos)
+        if start < 0:
+            return found
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            pos = start + 1
+            continue
+        found.append((start, obj))
+        pos = end
+
+
+def _lenient_object(text: str) -> Any:
+    """Small models emit Python-ish JSON (raw newlines in strings); try once more, forgivingly."""
+    try:
+        return json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return None
+
+
+def parse_hermes(content: str) -> list[ParsedCall]:
+    calls = []
+    for match in HERMES_RE.finditer(content):
+        body = match.group(1).strip()
+        body = re.sub(r"^```(?:json)?\s*|\s*```$", "", body)
+        obj = _lenient_object(body)
+        call = _call_from_object(obj, "hermes") if obj is not None else None
+        calls.append(call or ParsedCall(None, "hermes", error="the <tool_call> body is not valid JSON with name and arguments"))
+    return calls
+
+
+def parse_json_objects(content: str) -> list[ParsedCall]:
+    calls = []
+    for _, obj in _json_objects(content):
+        call = _call_from_object(obj, "json")
+        if call is not None:
+            calls.append(call)
+    if not calls:  # fenced json with raw newlines inside strings
+        for lang, body in FENCE_RE.findall(content):
+            if lang.lower() in ("json", ""):
+                call = _call_from_object(_lenient_object(body), "json")
+                if call is not None:
+                    calls.append(call)
+    return calls
+
+
+def parse_tool_call_lines(content: str) -> list[ParsedCall]:
+    calls = []
+    for match in TOOL_CALL_LINE_RE.finditer(content):
+        rest = content[match.end():]
+        objs = _json_objects(rest)
+        if objs and objs[0][0] == len(rest) - len(rest.lstrip()):
+            call = _call_from_object(objs[0][1], "tool_call_line")
+            if call is not None:
+                calls.append(call)
+                continue
+        calls.append(ParsedCall(None, "tool_call_line", error="TOOL_CALL: must be followed by a JSON object"))
+    return calls
+
+
+def parse_fenced_python(content: str) -> list[ParsedCall]:
+    blocks = [body for lang, body in FENCE_RE.findall(content) if lang.lower() in ("python", "py", "python3", "")]
+    blocks = [b for b in blocks if b.strip() and not b.lstrip().startswith("{")]
+    # Of several blocks the longest is the fix (the others tend to be usage examples or tests).
+    return [ParsedCall(max(blocks, key=len), "fenced")] if blocks else []
+
+
+def native_calls(tool_calls: list[ToolCall]) -> list[ParsedCall]:
+    out = []
+    for call in tool_calls:
+        if call.name != TOOL_NAME:
+            out.append(ParsedCall(None, "native", call.id, f"unknown tool {call.name!r}; the only tool is {TOOL_NAME}"))
+            continue
+        code, error = _code_from_arguments(call.arguments)
+        out.append(ParsedCall(code, "native", call.id, error))
+    return out
+
+
+def extract_calls(content: str | None, tool_calls: list[ToolCall]) -> list[ParsedCall]:
+    """All calls in the first format that has any; an empty list means the model called nothing."""
+    if tool_calls:
+        return native_calls(tool_calls)
+    text = content or ""
+    for parser in (parse_hermes, parse_json_objects, parse_tool_call_lines, parse_fenced_python):
+        calls = parser(text)
+        if calls:
+            return calls
+    return []
+
+
+def first_usable(calls: list[ParsedCall]) -> ParsedCall | None:
+    """One call per turn is run: the first with code, else the first (to report its error)."""
+    for call in calls:
+        if call.code is not None:
+            return call
+    return calls[0] if calls else None
