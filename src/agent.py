@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import prompts
 from .client import ChatModel, ChatReply, ChatRequest, is_tools_rejected
-from .codecheck import check_candidate
+from .codecheck import CodeCheck, check_candidate
 from .dataset import Task
 from .errors import ModelCallError
 from .executor import Executor
@@ -129,15 +129,21 @@ def repair(
     settings: AgentSettings,
     mode: ToolMode,
     stop: threading.Event | None = None,
+    check_code: Callable[[str], CodeCheck] | None = None,
 ) -> AgentResult:
+    """`check_code` replaces the benchmark's candidate check (`fix` splices into the user's file)."""
     tests = feedback_test(task, settings.feedback)
     result = AgentResult(tool_mode=mode.name)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompts.system_prompt(text_protocol=not mode.native)},
-        {"role": "user", "content": prompts.task_prompt(task, tests)},
+        {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=not mode.native)},
     ]
-    result.messages = messages
-    tried: set[str] = set()
+    result.messages = messages  # the whole conversation, for traces
+    # Text protocol (small models): each request holds the task and only the last exchange, with
+    # the candidate as clean code. Long histories of failed fixes make small models repeat them,
+    # and the unchanged prefix (system + task) stays in the server's prompt cache.
+    last_exchange: list[dict[str, Any]] = []
+    tried: dict[str, str] = {}  # fingerprint -> what its run returned
     repeats = 0
     budget = 1 + max(0, settings.max_iters)
     turn = 0
@@ -148,7 +154,7 @@ def repair(
         temperature = settings.temperature(turn, repeats)
         native = mode.native
         request = ChatRequest(
-            messages=messages,
+            messages=messages if native else messages[:2] + last_exchange,
             temperature=temperature,
             max_tokens=settings.max_tokens,
             tools=[prompts.RUN_CODE_TOOL] if native else None,
@@ -160,13 +166,14 @@ def repair(
             if native and is_tools_rejected(exc):
                 mode.switch_to_text(f"the endpoint rejected `tools`: {str(exc)[:200]}")
                 messages[0] = {"role": "system", "content": prompts.system_prompt(text_protocol=True)}
+                messages[1] = {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=True)}
                 result.tool_mode = mode.name
                 continue  # the same turn again, as text; no attempt was spent
             result.error = str(exc)
             result.stop_reason = "error"
             return result
         messages.append(_assistant_message(reply, native))
-        calls = extract_calls(reply.content, reply.tool_calls)
+        calls = extract_calls(reply.content, reply.tool_calls, task.entry_point)
         call = first_usable(calls)
         if native and not reply.tool_calls and call is not None and call.via != "fenced":
             mode.switch_to_text("replies carry tool calls as text instead of tool_calls")
@@ -184,26 +191,30 @@ def repair(
         )
         result.attempts.append(attempt)
         turn += 1
+        text = not mode.native
         if call is None:
-            if result.final_code is not None or turn >= budget:
-                result.stop_reason = "stopped_calling" if result.final_code is not None else "budget"
+            # Natively, no call after a failed one means "this is my answer". A text-protocol
+            # model that writes prose instead of code has not answered: ask again while budget lasts.
+            if (result.final_code is not None and not text) or turn >= budget:
+                result.stop_reason = "stopped_calling" if result.final_code is not None and not text else "budget"
                 return result
-            attempt.feedback = prompts.no_code_text(task.entry_point)
+            attempt.feedback = prompts.no_code_text(task.entry_point, text_protocol=text)
             messages.append({"role": "user", "content": attempt.feedback})
+            last_exchange = [{"role": "assistant", "content": reply.content or ""}, messages[-1]]
             continue
         if call.code is None:
             attempt.outcome = "malformed"
             attempt.feedback = f"Your run_code call could not be read: {call.error}."
         else:
-            check = check_candidate(call.code, task.buggy_code, task.entry_point)
+            check = check_code(call.code) if check_code else check_candidate(call.code, task.buggy_code, task.entry_point)
             attempt.code = check.code
             if not check.ok:
                 attempt.outcome, attempt.feedback = "invalid", check.message
             elif check.fingerprint in tried:
                 repeats += 1
-                attempt.outcome, attempt.feedback = "repeat", prompts.repeat_text()
+                attempt.outcome, attempt.feedback = "repeat", prompts.repeat_text(tried[check.fingerprint])
             else:
-                tried.add(check.fingerprint)
+                tried[check.fingerprint] = ""
                 result.final_code = check.code
                 if attempt.turn == 0:
                     result.first_code = check.code
@@ -223,11 +234,16 @@ def repair(
                     attempt.feedback = "The code ran without errors (no tests are shown in this mode)."
                 else:
                     attempt.feedback = prompts.tool_result_text(run.status, run.message, run.output)
+                tried[check.fingerprint] = attempt.feedback
+                if not run.passed:
+                    attempt.feedback = prompts.retry_text(attempt.feedback, task.entry_point, text)
                 if run.passed:
                     messages.extend(_reply_messages(reply, call, attempt.feedback))
                     result.stop_reason = "passed"
                     return result
         messages.extend(_reply_messages(reply, call, attempt.feedback))
+        shown = prompts.code_reply(attempt.code) if attempt.code is not None else reply.content or ""
+        last_exchange = [{"role": "assistant", "content": shown}, {"role": "user", "content": attempt.feedback}]
     result.stop_reason = "budget"
     return result
 

@@ -210,5 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except UserError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        # soft_wrap: one line whatever the terminal width, so the message stays greppable.
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2

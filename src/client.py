@@ -157,10 +157,11 @@ class OpenAIChatModel:
             if status == 429:
                 self.keys.cool_down(lease.index, retry_after_s(exc) or self.retry.initial_s)
             elif status in (401, 403):
-                self.keys.drop(lease.index, describe(exc))
+                reason = self.keys.redact(describe(exc))  # servers may echo the rejected key
+                self.keys.drop(lease.index, reason)
                 if self.keys.usable:
-                    raise _KeyRejected(describe(exc)) from exc
-                raise ModelCallError(f"every API key was rejected ({describe(exc)})") from exc
+                    raise _KeyRejected(reason) from exc
+                raise ModelCallError(f"every API key was rejected ({reason})") from exc
             raise
 
     def chat(self, request: ChatRequest) -> ChatReply:
@@ -169,7 +170,7 @@ class OpenAIChatModel:
 
         def log_retry(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
-            log.info("%s: retrying after %s (attempt %d)", request.task_id, describe(exc) if exc else "?", state.attempt_number)
+            log.info("%s: retrying after %s (attempt %d)", request.task_id, self.keys.redact(describe(exc)) if exc else "?", state.attempt_number)
 
         retrying = Retrying(
             stop=stop_after_attempt(self.retry.attempts),
@@ -183,7 +184,7 @@ class OpenAIChatModel:
         except ModelCallError:
             raise
         except Exception as exc:
-            raise ModelCallError(f"{describe(exc)} after {len(served)} attempt(s)") from exc
+            raise ModelCallError(f"{self.keys.redact(describe(exc))} after {len(served)} attempt(s)") from exc
         choice = response.choices[0]
         message = choice.message
         calls = [

@@ -63,6 +63,14 @@ def results_path_for_stream(stream: Path) -> Path:
 
 # The fields that must match for --resume to continue a run rather than mix two.
 RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "feedback", "samples", "task_ids")
+# How the error names a differing key: as the option the user typed.
+RESUME_OPTIONS = {
+    "model": "--model",
+    "dataset_sha256": "--dataset-path (the file's contents)",
+    "max_iters": "--max-iters",
+    "feedback": "--feedback",
+    "samples": "--samples",
+}
 
 
 def public_config(

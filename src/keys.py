@@ -64,6 +64,13 @@ class KeyPool:
                     raise ModelCallError("every API key is rate-limited for longer than the wait allows")
                 self._cond.wait(timeout=max(0.01, wake - now))
 
+    def redact(self, text: str) -> str:
+        """`text` with every key of the pool masked: an error body may echo the key it rejected."""
+        for key in self._keys:
+            if len(key) >= 8 and key in text:  # shorter strings are no secret and would mangle the text
+                text = text.replace(key, mask(key))
+        return text
+
     def cool_down(self, index: int, seconds: float) -> None:
         with self._cond:
             self._cool_until[index] = max(self._cool_until[index], self._clock() + seconds)
@@ -75,4 +82,4 @@ class KeyPool:
                 return
             self._dropped[index] = True
             self._cond.notify_all()
-        log.warning("API key #%d (%s) dropped for this run: %s", index, mask(self._keys[index]), reason)
+        log.warning("API key #%d (%s) dropped for this run: %s", index, mask(self._keys[index]), self.redact(reason))

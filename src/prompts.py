@@ -60,24 +60,61 @@ run_code(code=\"\"\"def last_n(items: list, n: int) -> list:
     return items[-n:] if n > 0 else []\"\"\")
 """
 
-TEXT_PROTOCOL = """
-Your replies cannot call tools directly. To call `run_code`, reply with the complete fixed \
-function in one ```python code block and nothing else; it will be run and you will get the result.
+# Endpoints without tool calling (small local models above all) get their own, shorter prompt:
+# no tool syntax to imitate, one output format (a ```python block), an example in that format.
+# Every prompt token is paid for on each task, so it is kept short.
+TEXT_SYSTEM_PROMPT = """\
+You fix bugs in Python functions. The bug is small: a wrong operator, constant, variable, \
+condition, index or a missing or extra step. Find it and change as little as possible. \
+Keep the function's name and parameters.
+
+Reply with the complete fixed function in one ```python code block. Write no explanation, \
+no tests and no examples. Your code is run against the tests and you are told the result.
+
+Example
+Fix the bug in `count_vowels`.
+```python
+def count_vowels(text: str) -> int:
+    return sum(1 for ch in text if ch in "aeiou")
+```
+Tests:
+```python
+assert count_vowels("AEIOU") == 5
+```
+Your reply:
+```python
+def count_vowels(text: str) -> int:
+    return sum(1 for ch in text.lower() if ch in "aeiou")
+```
 """
 
 
 def system_prompt(text_protocol: bool) -> str:
-    return SYSTEM_PROMPT + (TEXT_PROTOCOL if text_protocol else "")
+    return TEXT_SYSTEM_PROMPT if text_protocol else SYSTEM_PROMPT
 
 
-def task_prompt(task: Task, feedback_test: str | None) -> str:
-    parts = [f"Fix the bug in `{task.entry_point}`.", "", "```python", task.buggy_code.rstrip(), "```"]
+def task_prompt(task: Task, feedback_test: str | None, text_protocol: bool = False) -> str:
+    parts = [f"Fix the bug in `{task.entry_point}`."]
     if task.docstring:
         parts += ["", "What it should do:", task.docstring.strip()]
+    parts += ["", "```python", task.buggy_code.strip(), "```"]
     if feedback_test:
-        parts += ["", "It must pass these tests:", "```python", feedback_test.strip(), "```"]
-    parts += ["", f"Call run_code with the complete fixed `{task.entry_point}`."]
+        parts += ["", "Tests:" if text_protocol else "It must pass these tests:", "```python", _tests_text(feedback_test), "```"]
+    if text_protocol:
+        parts += ["", f"Reply with the complete fixed `{task.entry_point}` in one ```python block."]
+    else:
+        parts += ["", f"Call run_code with the complete fixed `{task.entry_point}`."]
     return "\n".join(parts)
+
+
+def _tests_text(test: str) -> str:
+    """The test code without the blank lines HumanEvalPack pads it with."""
+    return "\n".join(line for line in test.strip().splitlines() if line.strip())
+
+
+def code_reply(code: str) -> str:
+    """A previous candidate as the assistant turn of a compact conversation: just the code."""
+    return "```python\n" + code.strip() + "\n```"
 
 
 def tool_result_text(status: str, message: str, output: str) -> str:
@@ -89,12 +126,25 @@ def tool_result_text(status: str, message: str, output: str) -> str:
     return text
 
 
-def repeat_text() -> str:
+def retry_text(result: str, entry_point: str, text_protocol: bool) -> str:
+    """A failed run's result, and what to do next."""
+    if not text_protocol:
+        return result
     return (
-        "You already tried exactly this code (ignoring comments and formatting) and it failed. "
-        "It was not run again. Try a different fix: look again at the failing test."
+        f"{result}\n\nThe bug is still there. Read the failing test, work out what `{entry_point}` "
+        f"should return for it, and reply with a different complete fixed `{entry_point}` in one ```python block."
     )
 
 
-def no_code_text(entry_point: str) -> str:
+def repeat_text(previous_result: str = "") -> str:
+    text = (
+        "You already tried exactly this code (ignoring comments and formatting) and it failed. "
+        "It was not run again. Try a different fix: look again at the failing test."
+    )
+    return text + (f"\nIt failed with:\n{previous_result}" if previous_result else "")
+
+
+def no_code_text(entry_point: str, text_protocol: bool = False) -> str:
+    if text_protocol:
+        return f"I found no code in your reply. Reply with the complete fixed function `{entry_point}` in one ```python block."
     return f"I found no code in your reply. Call run_code with the complete fixed function `{entry_point}`."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -17,6 +17,7 @@ from .presets import Preset
 
 # Servers that take any key (vLLM, llama.cpp, Ollama) still need a non-empty string for the SDK.
 PLACEHOLDER_KEY = "not-needed"
+LOCAL_TIMEOUT_S = 900.0  # per request to the embedded server
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ def open_endpoint(
         from .local_model import embedded_server
 
         with embedded_server(preset, gguf) as served:
+            # One CPU server answers one request at a time, slowly when the machine is busy: a
+            # client timeout would only queue the same request again behind the abandoned one.
+            retry = replace(retry, timeout_s=max(retry.timeout_s, LOCAL_TIMEOUT_S))
             pool = KeyPool([PLACEHOLDER_KEY])
             model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=pool, retry=retry)
             yield Endpoint(model, served.preset, 1)

@@ -34,6 +34,7 @@ class TaskRecord:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # infrastructure failure (API, executor), kept apart from model failures
     sample: int = 0  # which of --samples n
+    buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,10 +90,17 @@ def read_stream(path: Path) -> tuple[dict[str, Any], list[TaskRecord]]:
         if not raw.endswith(b"\n"):
             break
         good_bytes += len(raw)
+        if not isinstance(entry, dict):
+            raise UserError(f"{path}:{lineno}: expected a JSON object; not a results stream of this tool")
         if entry.get("type") == "config":
             config = entry["config"]
         elif entry.get("type") == "task":
-            record = TaskRecord.from_dict(entry["record"])
+            if config is None:
+                raise UserError(f"{path}: no config line before the first task; not a results stream of this tool")
+            try:
+                record = TaskRecord.from_dict(entry["record"])
+            except (TypeError, KeyError, AttributeError) as exc:
+                raise UserError(f"{path}:{lineno}: not a task record of this tool ({exc})") from None
             records[record.key] = record  # a re-run of an errored task replaces it
     if config is None:
         raise UserError(f"{path}: no config line; not a results stream of this tool")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .passk import counts_by_task, pass_at_ks
 from .records import TaskRecord
 
 
@@ -25,6 +26,10 @@ class Summary:
     tokens_out: int
     cost_usd: float | None
     wall_s: float
+    # --samples n: n independent repair runs per task; pass@k by the unbiased estimator (src/passk.py)
+    samples: int = 1
+    pass_at_k_first: dict[str, float] = field(default_factory=dict)
+    pass_at_k_final: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +59,9 @@ def summarize(records: list[TaskRecord], wall_s: float, price_in: float | None =
         tokens_out=t_out,
         cost_usd=estimate_cost(t_in, t_out, price_in, price_out),
         wall_s=round(wall_s, 2),
+        samples=max((n for n, _ in counts_by_task((r.task_id, r.passed) for r in records).values()), default=1),
+        pass_at_k_first=pass_at_ks((r.task_id, r.passed_first) for r in records),
+        pass_at_k_final=pass_at_ks((r.task_id, r.passed) for r in records),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import re
 import signal
@@ -20,9 +21,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import dataset as ds
 from .agent import AgentResult, AgentSettings, ToolMode, repair
 from .client import ChatModel, RetryPolicy
-from .config import RESUME_KEYS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
+from .config import RESUME_KEYS, RESUME_OPTIONS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from .errors import UserError
-from .executor import Executor, Limits
+from .executor import ExecResult, Executor, Limits
 from .providers import open_endpoint
 from .records import Stream, TaskRecord, read_stream
 from .results import Summary, results_document, summarize, write_atomic
@@ -76,6 +77,7 @@ def run_task(
         attempts=result.attempts_dicts(),
         error=result.error or verdict.error,
         sample=sample,
+        buggy_code=task.buggy_code,
     )
     return record, result
 
@@ -107,13 +109,13 @@ def _check_resume(old: dict[str, Any], new: dict[str, Any], path: Path) -> None:
             continue  # taken from the stream
         if old.get(key) != new.get(key):
             raise UserError(
-                f"--resume {path}: option '{key}' differs from the interrupted run "
+                f"--resume {path}: option {RESUME_OPTIONS.get(key, key)} differs from the interrupted run "
                 f"({old.get(key)!r} there, {new.get(key)!r} now); rerun with the same options"
             )
 
 
 class ExecutorPool:
-    """One executor per worker (a fork server keeps state), lent out per task."""
+    """Up to executor_slots(workers) executors (each may keep a warm fork server), lent out per run."""
 
     def __init__(self, factory: Callable[[], Executor], size: int) -> None:
         self._all = [factory() for _ in range(size)]
@@ -134,6 +136,29 @@ class ExecutorPool:
     def close(self) -> None:
         for e in self._all:
             e.close()
+
+    # The pool is itself an Executor that lends one of its executors per run, so a task holds
+    # none while it waits for the model: a few warm executors then serve many workers.
+    @property
+    def name(self) -> str:
+        return self.sample.name
+
+    @property
+    def isolation(self) -> str:
+        return self.sample.isolation
+
+    def run(self, code: str, test: str) -> ExecResult:
+        executor = self.borrow()
+        try:
+            return executor.run(code, test)
+        finally:
+            self.give_back(executor)
+
+
+def executor_slots(workers: int) -> int:
+    """Executions are CPU-bound: beyond about two per core, more executors (each a warm fork
+    server) only add start-up time and memory, while workers mostly wait on the model."""
+    return max(1, min(workers, 2 * (os.cpu_count() or 1)))
 
 
 def _progress(console: Console) -> Progress:
@@ -185,7 +210,7 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
-    pool = ExecutorPool(lambda: build_executor(config.sandbox, limits), max(1, config.workers))
+    pool = ExecutorPool(lambda: build_executor(config.sandbox, limits), executor_slots(config.workers))
     try:
         with open_endpoint(config.preset, tasks, retry, gguf=config.gguf) as endpoint:
             preset = endpoint.preset
@@ -211,9 +236,14 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
                 max_tokens=preset.max_tokens,
             )
             mode = ToolMode(preset.native_tools)
-            return _execute(
+            outcome = _execute(
                 config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset
             )
+            if outcome.status == "complete":
+                from .score_generations import write_generations_beside
+
+                write_generations_beside(outcome.results_path, [t.task_id for t in data.tasks])
+            return outcome
     finally:
         pool.close()
 
@@ -243,11 +273,7 @@ def _execute(
     lock = threading.Lock()
 
     def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
-        executor = pool.borrow()
-        try:
-            return run_task(task, model, executor, settings, mode, stop, sample)
-        finally:
-            pool.give_back(executor)
+        return run_task(task, model, pool, settings, mode, stop, sample)
 
     total = len(tasks) * config.samples
     with _SigtermAsInterrupt(), _progress(console) as progress:

@@ -1,18 +1,41 @@
 """Runs inside the sandboxed child: prelude, candidate, tests; reports through a private pipe.
 
-Standard library only: this file is executed by `python -I` in an empty environment (and,
-later, by a fork server). A pass is reported only after `check(...)` has returned, on a pipe
-the parent reads, tagged with a nonce the parent chose; the exit status and stdout mean nothing.
+Two ways in:
+- one-shot (`python -I sandbox_runner.py`, the fresh-interpreter executors): one request on
+  stdin, run in this process, which then exits;
+- fork server (`python -I sandbox_runner.py --serve FD BASE [--private]`, the warm executors):
+  the prelude is imported once, then each request received on the unix socket FD is run by a
+  forked child in a fresh directory under BASE. The server waits for the child (killing it at
+  the time limit), kills every process the child left behind, removes its files and replies.
+
+Either way a pass is reported only after the test's `check(...)` has returned, on a pipe the
+harness created, tagged with a nonce the harness chose; exit status and stdout mean nothing.
+
+Standard library only (plus RestrictedPython in restricted mode): this file is executed by
+`python -I` with an empty environment, and inside bwrap it sees only itself and its two helpers,
+assertions.py and restricted.py, loaded from its own directory.
 """
 
 from __future__ import annotations
 
 import builtins
+import ctypes
+import gc
+import importlib.util
 import json
 import os
 import resource
+import select
+import shutil
+import signal
+import socket
+import struct
 import sys
+import time
 import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType, ModuleType
 from typing import Any
 
 # The reference harness's prelude (bigcode-evaluation-harness, HumanEvalPack Python).
@@ -34,10 +57,176 @@ import string
 from typing import *
 from collections import *
 """
+# Modules whose attributes the tests rely on: the candidate must leave them as they were.
+GUARDED_MODULES = ("math", "re", "copy", "datetime", "itertools", "collections", "heapq", "statistics", "functools", "hashlib", "numpy", "string", "typing")
 
 CANDIDATE_FILE = "<candidate>"
 TEST_FILE = "<test>"
 MESSAGE_CAP = 1500
+RESULT_FD = 3  # where the forked child keeps the result pipe
+HEADER = struct.Struct("!Q")
+
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+CAP_LAST = 63
+
+
+# ---------------------------------------------------------------------------------------------
+# Process control (also used by the harness: pure functions of /proc)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)  # the C library already loaded into this process
+
+
+def _libc() -> Any:
+    return LIBC
+
+
+def prctl(option: int, value: int) -> bool:
+    return _libc().prctl(option, value, 0, 0, 0) == 0
+
+
+def drop_privileges() -> None:
+    """No capabilities, now or after an exec, and no way to gain any (setuid binaries, sudo)."""
+    libc = _libc()
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    current = (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), current) == 0 and not any(d.effective or d.permitted for d in current):
+        return  # nothing to drop (bwrap dropped everything already)
+    for cap in range(CAP_LAST + 1):  # the bounding set: what a root exec would get back
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # no CAP_SETPCAP, or past the last capability
+    libc.capset(ctypes.byref(header), (_CapData * 2)())
+
+
+def parent_map() -> dict[int, list[int]]:
+    """ppid -> live child pids, from /proc (zombies left out: they are dead already)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) < 2 or fields[0] == b"Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def descendants(root: int) -> list[int]:
+    tree = parent_map()
+    found: list[int] = []
+    stack = list(tree.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(tree.get(pid, ()))
+    return found
+
+
+def reap() -> None:
+    """Collect every exited child (only for a process whose children are all ours to reap)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def has_children() -> bool:
+    """Whether this process has any child, alive or not yet reaped.
+
+    For a subreaper (or a PID namespace's init) "no children" means no descendants at all: a
+    live descendant whose parent died would have been handed to us.
+    """
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def kill_descendants(root: int, *, reap_children: bool) -> int:
+    """SIGKILL every process below `root`, until none is left; returns how many were killed.
+
+    Orphans of killed processes come back under `root` when it is a subreaper or a PID
+    namespace's init, so repeating the scan also catches double-forked, setsid'ed daemons.
+    """
+    killed = 0
+    if reap_children and root == os.getpid() and not has_children():
+        return 0  # the common case, and no /proc scan: nothing outlived the run
+    for _ in range(100):
+        found = descendants(root)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        if reap_children:
+            time.sleep(0.001)
+            reap()
+        else:
+            time.sleep(0.005)
+    return killed
+
+
+# ---------------------------------------------------------------------------------------------
+# Inside the child
+
+
+def load_helper(name: str) -> ModuleType:
+    """assertions.py / restricted.py from this file's directory (-I keeps it off sys.path)."""
+    module_name = f"hefix_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Prepared:
+    """What every run starts from: built once per fork server, once per fresh interpreter."""
+
+    namespace: dict[str, Any]  # the prelude's names
+    builtins_snapshot: dict[str, Any]
+    module_snapshots: dict[str, dict[str, Any]]
+    assertions: ModuleType
+    honesty: Any  # assertions.Honesty
+    policy: ModuleType | None  # restricted.py in restricted mode
+
+
+def prepare(mode: str) -> Prepared:
+    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
+    exec(compile(PRELUDE, "<prelude>", "exec"), namespace)
+    assertions = load_helper("assertions")
+    policy = load_helper("restricted") if mode == "restricted" else None
+    snapshots = {m: dict(vars(sys.modules[m])) for m in GUARDED_MODULES}
+    # The honesty snapshot last: every class the harness itself brings is known by then.
+    return Prepared(namespace, dict(vars(builtins)), snapshots, assertions, assertions.Honesty(), policy)
 
 
 def apply_limits(limits: dict[str, int]) -> None:
@@ -47,6 +236,7 @@ def apply_limits(limits: dict[str, int]) -> None:
         "address_space": resource.RLIMIT_AS,
         "file_size": resource.RLIMIT_FSIZE,
         "open_files": resource.RLIMIT_NOFILE,
+        "processes": resource.RLIMIT_NPROC,
     }
     for name, value in limits.items():
         which = table.get(name)
@@ -57,6 +247,15 @@ def apply_limits(limits: dict[str, int]) -> None:
         resource.setrlimit(which, (cap, cap))
 
 
+def enter(workdir: str, limits: dict[str, int]) -> None:
+    """Last steps before candidate code: its own dir, its limits, no privileges."""
+    os.chdir(workdir)
+    os.environ["TMPDIR"] = workdir  # tempfile & co. write into the work dir
+    os.environ["HOME"] = workdir
+    apply_limits(limits)
+    drop_privileges()
+
+
 def _line(source: str, lineno: int | None) -> str:
     lines = source.splitlines()
     if lineno and 0 < lineno <= len(lines):
@@ -64,51 +263,136 @@ def _line(source: str, lineno: int | None) -> str:
     return ""
 
 
-def describe_failure(exc: BaseException, code: str, test: str) -> str:
-    """One failure, short: exception, the test line that failed, the candidate line that raised."""
+def _text(exc: BaseException) -> str:
+    """str(exc), which may be the candidate's code: guarded and capped."""
+    try:
+        text = str(exc)
+    except BaseException:
+        text = "<the exception's message could not be printed>"
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def describe_failure(exc: BaseException, code: str, test: str, recorder: Any, assertions: ModuleType) -> str:
+    """One failure, short: what went wrong, where in the test, which line of the candidate."""
     frames = traceback.extract_tb(exc.__traceback__)
     test_frame = next((f for f in reversed(frames) if f.filename == TEST_FILE), None)
     cand_frame = next((f for f in reversed(frames) if f.filename == CANDIDATE_FILE), None)
-    if isinstance(exc, AssertionError):
-        head = "AssertionError" + (f": {exc}" if str(exc) else "")
+    where = f" (test line {test_frame.lineno})" if test_frame is not None else ""
+    parts: list[str]
+    if isinstance(exc, assertions.ExplainedAssertion):
+        parts = [f"Test failed{where}:", _text(exc)]
+    elif isinstance(exc, assertions.UntrustedValue):
+        parts = [f"Test failed{where}: the result cannot be compared honestly:", _text(exc)]
+    elif type(exc).__name__ == "NotAllowed":
+        parts = [_text(exc)]
+    elif isinstance(exc, AssertionError):
+        parts = ["AssertionError" + (f": {_text(exc)}" if _text(exc) else "")]
+        if test_frame is not None:
+            parts.append(f"  test line {test_frame.lineno}: {_line(test, test_frame.lineno)}")
     else:
-        head = f"{type(exc).__name__}: {exc}"
-    parts = [head]
-    if test_frame is not None:
-        parts.append(f"  test line {test_frame.lineno}: {_line(test, test_frame.lineno)}")
-    if cand_frame is not None and not isinstance(exc, AssertionError):
-        parts.append(f"  raised at candidate line {cand_frame.lineno}: {_line(code, cand_frame.lineno)}")
-    elif cand_frame is not None:
-        parts.append(f"  assert in candidate line {cand_frame.lineno}: {_line(code, cand_frame.lineno)}")
+        parts = [f"{type(exc).__name__}: {_text(exc)}"]
+        call = recorder.in_flight() if recorder is not None else None
+        if call is not None:
+            parts.append(f"  while calling {recorder.call_text(call)[:400]}{where}")
+        elif test_frame is not None:
+            parts.append(f"  test line {test_frame.lineno}: {_line(test, test_frame.lineno)}")
+    if cand_frame is not None:
+        verb = "assert in" if isinstance(exc, AssertionError) and not isinstance(exc, assertions.ExplainedAssertion) else "raised at"
+        if not isinstance(exc, (assertions.ExplainedAssertion, assertions.UntrustedValue)):
+            parts.append(f"  {verb} candidate line {cand_frame.lineno}: {_line(code, cand_frame.lineno)}")
     message = "\n".join(parts)
     return message if len(message) <= MESSAGE_CAP else message[: MESSAGE_CAP - 3] + "..."
 
 
-def execute(code: str, test: str) -> dict[str, Any]:
-    """Run prelude + candidate + test in one namespace, as the reference harness does."""
-    # Not "__main__": the reference harness execs with an empty globals dict, so a candidate's
-    # `if __name__ == "__main__":` block does not run there either.
-    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
+@dataclass(frozen=True)
+class CompiledTest:
+    code: CodeType  # the test with its asserts rewritten
+    infos: list[Any]  # assertions.AssertInfo per assert
+    checked: frozenset[str]  # names passed to `check(...)`: the entry point may shadow a builtin
+
+
+def compile_test(env: Prepared, test: str) -> CompiledTest:
+    """Raises SyntaxError. The fork server does this once per distinct test, before forking."""
+    import ast
+
+    code, infos = env.assertions.rewrite(test)
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(test)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
+            names.update(a.id for a in node.args if isinstance(a, ast.Name))
+    return CompiledTest(code, infos, frozenset(names))
+
+
+def tampering(env: Prepared) -> str | None:
+    """A builtin or prelude module attribute the candidate replaced (the tests rely on them)."""
+    current = vars(builtins)
+    for name, value in env.builtins_snapshot.items():
+        if current.get(name) is not value and not name.startswith("__"):
+            return f"the builtin `{name}`"
+    for module, snapshot in env.module_snapshots.items():
+        attrs = vars(sys.modules[module])
+        for name, value in snapshot.items():
+            if attrs.get(name) is not value and not name.startswith("__"):
+                return f"`{module}.{name}`"
+    return None
+
+
+def execute(env: Prepared, code: str, test: str, compiled: CompiledTest | None = None) -> dict[str, Any]:
+    """Prelude names + candidate + test, as the reference harness runs them.
+
+    The candidate runs in the prelude's namespace (its functions keep it as their globals); the
+    test runs in a copy of it in which the prelude's names and the builtins are the harness's
+    own again, so a candidate's `abs = ...` or `math = ...` cannot change what the asserts do.
+    """
+    assertions = env.assertions
+    policy = env.policy
     try:
-        exec(compile(PRELUDE, "<prelude>", "exec"), namespace)
-    except BaseException as exc:  # the harness's own imports: an infrastructure failure
-        return {"status": "error", "message": f"prelude failed: {type(exc).__name__}: {exc}"}
-    try:
-        compiled_code = compile(code, CANDIDATE_FILE, "exec")
+        compiled_code: CodeType = compile(code, CANDIDATE_FILE, "exec")
     except SyntaxError as exc:
         return {"status": "failed", "message": f"SyntaxError in candidate line {exc.lineno}: {exc.msg}"}
-    try:
-        compiled_test = compile(test, TEST_FILE, "exec")
-    except SyntaxError as exc:
-        return {"status": "error", "message": f"SyntaxError in test line {exc.lineno}: {exc.msg}"}
+    except ValueError as exc:  # e.g. null bytes
+        return {"status": "failed", "message": f"the candidate cannot be compiled: {exc}"}
+    if policy is not None:
+        try:
+            compiled_code = policy.compile_candidate(code, CANDIDATE_FILE)
+        except policy.NotAllowed as exc:
+            return {"status": "failed", "message": str(exc)}
+        namespace = policy.candidate_globals(env.namespace, "__candidate__")
+    else:
+        namespace = dict(env.namespace)
+    if compiled is None:
+        try:
+            compiled = compile_test(env, test)
+        except SyntaxError as exc:
+            return {"status": "error", "message": f"SyntaxError in test line {exc.lineno}: {exc.msg}"}
+    recorder = assertions.Recorder(env.honesty, compiled.infos)
     try:
         exec(compiled_code, namespace)
-        exec(compiled_test, namespace)
+        keep = compiled.checked
+        test_ns = {k: v for k, v in namespace.items() if k in keep or k not in env.builtins_snapshot}
+        test_ns.update({k: v for k, v in env.namespace.items() if k != "__builtins__"})
+        test_ns["__builtins__"] = dict(env.builtins_snapshot)
+        test_ns[assertions.HELPER] = recorder
+        exec(compiled.code, test_ns)
     except SystemExit as exc:
         return {"status": "failed", "message": f"the code called exit({exc.code!r}) before the tests finished"}
+    except NameError as exc:
+        name = getattr(exc, "name", None)
+        if policy is not None and isinstance(name, str) and policy.refused_builtin(name):
+            return {"status": "failed", "message": f"{policy.NOT_ALLOWED}: the builtin `{name}`"}
+        return {"status": "failed", "message": describe_failure(exc, code, test, recorder, assertions)}
     except BaseException as exc:
-        return {"status": "failed", "message": describe_failure(exc, code, test)}
+        return {"status": "failed", "message": describe_failure(exc, code, test, recorder, assertions)}
+    changed = tampering(env)
+    if changed is not None:
+        return {"status": "failed", "message": f"the code replaced {changed}, which the tests rely on; leave builtins and modules unchanged"}
     return {"status": "passed", "message": "all tests passed"}
+
+
+def timed_execute(env: Prepared, code: str, test: str, compiled: CompiledTest | None) -> dict[str, Any]:
+    start = time.perf_counter()
+    outcome = execute(env, code, test, compiled)
+    return {**outcome, "exec_s": round(time.perf_counter() - start, 6)}
 
 
 def report(result_fd: int, nonce: str, outcome: dict[str, Any]) -> None:
@@ -116,23 +400,247 @@ def report(result_fd: int, nonce: str, outcome: dict[str, Any]) -> None:
     os.write(result_fd, data)
 
 
-def main() -> None:
+def flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# One-shot: the fresh-interpreter executors
+
+
+def run_once() -> None:
     payload = json.loads(sys.stdin.buffer.read())
     sys.stdin.close()
-    apply_limits(payload["limits"])
+    if os.getpid() != 1:
+        prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans stay ours, so they can be killed below
     result_fd = int(payload["result_fd"])
     nonce = str(payload["nonce"])
+    try:
+        env = prepare(str(payload.get("mode", "python")))
+    except BaseException as exc:  # the harness's own imports: an infrastructure failure
+        report(result_fd, nonce, {"status": "error", "message": f"prelude failed: {type(exc).__name__}: {exc}"})
+        os._exit(0)
+    enter(os.getcwd(), payload["limits"])
     code, test = payload["code"], payload["test"]
     del payload
-    outcome = execute(code, test)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        pass
+    outcome = timed_execute(env, code, test, None)
+    flush_std()
     report(result_fd, nonce, outcome)
+    kill_descendants(os.getpid(), reap_children=True)
     # Skip interpreter shutdown: a candidate's atexit handlers or threads cannot change the verdict.
     os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fork server: the warm executors
+
+
+def _send(sock: socket.socket, obj: dict[str, Any]) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf.extend(chunk)
+    return bytes(buf)
+
+
+def _recv_request(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, 2)
+    if not head:
+        raise EOFError
+    head += _recv_exact(sock, HEADER.size - len(head))
+    (length,) = HEADER.unpack(head)
+    return json.loads(_recv_exact(sock, length)), list(fds)
+
+
+def _child(env: Prepared, request: dict[str, Any], compiled: CompiledTest | None, out_fd: int, result_fd: int, workdir: str) -> None:
+    """The forked child: never returns."""
+    report_fd = result_fd
+    try:
+        os.setsid()  # its own process group and session, killed as a whole
+        prctl(PR_SET_DUMPABLE, 1)  # the server is not dumpable (so not traceable); the child may be
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.dup2(result_fd, RESULT_FD)
+        report_fd = RESULT_FD
+        os.closerange(RESULT_FD + 1, 1 << 16)  # the server's socket, the other pipes
+        enter(workdir, request["limits"])
+        outcome = timed_execute(env, request["code"], request["test"], compiled)
+        flush_std()
+    except BaseException as exc:  # the sandbox's own setup failed: not the candidate's doing
+        outcome = {"status": "error", "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"}
+    try:
+        report(report_fd, request["nonce"], outcome)
+    finally:
+        os._exit(0)
+
+
+def _wait(pid: int, timeout: float) -> tuple[int, bool]:
+    """Wait for `pid` up to `timeout`; kill its group at the limit. (wait status, timed out)."""
+    timed_out = False
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    if pidfd >= 0:
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+        os.close(pidfd)
+        timed_out = not ready
+    else:
+        deadline = time.monotonic() + timeout
+        while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        timed_out = time.monotonic() >= deadline
+    if timed_out:
+        for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = 0
+    return status, timed_out
+
+
+def _wipe(path: str) -> None:
+    """Remove everything under `path`, whatever modes the candidate left on it."""
+    def fix(func: Any, p: str, _exc: Any) -> None:
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        try:
+            func(p)
+        except OSError:
+            pass
+
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, onerror=fix)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _remove_ipc() -> None:
+    """System V IPC objects a candidate created in the sandbox's own IPC namespace."""
+    libc = None
+    for kind, ctl in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1:
+                libc = libc or _libc()
+                if kind == "sem":
+                    libc.semctl(int(fields[1]), 0, 0)  # IPC_RMID
+                else:
+                    getattr(libc, ctl)(int(fields[1]), 0, None)
+
+
+def serve(sock_fd: int, base: str, private: bool) -> None:
+    """The fork server's loop. `private`: the sandbox is ours alone (bwrap), so its /tmp,
+    /dev/shm and IPC objects can be wiped after every run."""
+    sock = socket.socket(fileno=sock_fd)
+    mode = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "python"
+    try:
+        env = prepare(mode)
+    except BaseException as exc:
+        _send(sock, {"ready": False, "message": f"prelude failed: {type(exc).__name__}: {exc}"})
+        return
+    if os.getpid() != 1:
+        prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed after the run
+    prctl(PR_SET_DUMPABLE, 0)  # a candidate cannot ptrace the server to tamper with later runs
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    # What the server holds now is shared copy-on-write by every child: keep the garbage
+    # collector from walking (and so copying) it in each of them.
+    gc.freeze()
+    _send(sock, {"ready": True, "pid": os.getpid()})
+    me = os.getpid()
+    count = 0
+    tests: dict[str, CompiledTest | None] = {}  # compiled once per distinct test, most recent last
+    while True:
+        try:
+            request, fds = _recv_request(sock)
+        except (EOFError, ConnectionError, OSError):
+            return
+        count += 1
+        workdir = os.path.join(base, f"run-{count}")
+        test = str(request.get("test", ""))
+        if test not in tests:
+            try:
+                tests[test] = compile_test(env, test)
+            except SyntaxError:
+                tests[test] = None  # the child reports it
+            if len(tests) > 256:
+                del tests[next(iter(tests))]
+        compiled = tests[test]
+        status, timed_out, started = 0, False, time.monotonic()
+        try:
+            os.chmod(base, 0o700)
+            os.mkdir(workdir, 0o700)
+            out_fd, result_fd = fds
+            pid = os.fork()
+            if pid == 0:
+                _child(env, request, compiled, out_fd, result_fd, workdir)
+            for fd in fds:
+                os.close(fd)
+            status, timed_out = _wait(pid, float(request["timeout_s"]))
+        except OSError as exc:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            _send(sock, {"error": f"the fork server could not run the code: {exc}"})
+            continue
+        finally:
+            kill_descendants(me, reap_children=True)
+            reap()
+            _wipe(workdir)
+            try:
+                os.rmdir(workdir)
+            except OSError:
+                pass
+        if private:
+            for shared in ("/tmp", "/dev/shm", base):
+                _wipe(shared)
+            _remove_ipc()
+        exit_code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        _send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4)})
+
+
+def main() -> None:
+    if len(sys.argv) >= 4 and sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]), sys.argv[3], "--private" in sys.argv)
+        os._exit(0)
+    run_once()
 
 
 if __name__ == "__main__":

@@ -2,11 +2,13 @@
 
 Order (first format that yields a call wins): native `tool_calls`; Qwen/Hermes
 `<tool_call>{...}</tool_call>`; a JSON object with name and arguments (bare or fenced);
-a `TOOL_CALL:` line followed by JSON; a ```python block, taken as `run_code(code=...)`.
+a `TOOL_CALL:` line followed by JSON; a ```python block, taken as `run_code(code=...)`;
+last, unfenced code starting at a top-level `def`.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ class ToolCall:
 @dataclass(frozen=True)
 class ParsedCall:
     code: str | None  # None when the call was malformed
-    via: str  # native | hermes | json | tool_call_line | fenced
+    via: str  # native | hermes | json | tool_call_line | fenced | bare
     call_id: str | None = None  # the native call id, for the tool message
     error: str = ""  # what was wrong, phrased for the model
 
@@ -120,12 +122,19 @@ def parse_json_objects(content: str) -> list[ParsedCall]:
 
 
 def parse_tool_call_lines(content: str) -> list[ParsedCall]:
+    """`TOOL_CALL: {"name": ..., "arguments": ...}`, also `TOOL_CALL: run_code {"code": ...}`."""
     calls = []
     for match in TOOL_CALL_LINE_RE.finditer(content):
         rest = content[match.end():]
-        objs = _json_objects(rest)
-        if objs and objs[0][0] == len(rest) - len(rest.lstrip()):
-            call = _call_from_object(objs[0][1], "tool_call_line")
+        named = re.match(r"\s*([A-Za-z_]\w*)\s*\(?\s*", rest)
+        name = named.group(1) if named else None
+        body = rest[named.end():] if named else rest
+        objs = _json_objects(body)
+        if objs and objs[0][0] == len(body) - len(body.lstrip()):
+            obj = objs[0][1]
+            call = _call_from_object(obj, "tool_call_line")
+            if call is None and isinstance(obj, dict) and "code" in obj:  # arguments only
+                call = _call_from_object({"name": name or TOOL_NAME, "arguments": obj}, "tool_call_line")
             if call is not None:
                 calls.append(call)
                 continue
@@ -133,11 +142,38 @@ def parse_tool_call_lines(content: str) -> list[ParsedCall]:
     return calls
 
 
-def parse_fenced_python(content: str) -> list[ParsedCall]:
+def _defines(code: str, entry_point: str) -> bool:
+    return re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE) is not None
+
+
+def parse_fenced_python(content: str, entry_point: str | None = None) -> list[ParsedCall]:
     blocks = [body for lang, body in FENCE_RE.findall(content) if lang.lower() in ("python", "py", "python3", "")]
     blocks = [b for b in blocks if b.strip() and not b.lstrip().startswith("{")]
-    # Of several blocks the longest is the fix (the others tend to be usage examples or tests).
-    return [ParsedCall(max(blocks, key=len), "fenced")] if blocks else []
+    if not blocks:
+        return []
+    # Small models add usage examples and test blocks: the fix is the block defining the entry
+    # point; of several such (or none), the longest.
+    defining = [b for b in blocks if entry_point and _defines(b, entry_point)]
+    return [ParsedCall(max(defining or blocks, key=len), "fenced")]
+
+
+def parse_bare_code(content: str, entry_point: str | None = None) -> list[ParsedCall]:
+    """Unfenced code: from the first top-level `def` (the entry point's if any), as far as it parses."""
+    lines = content.splitlines()
+    pattern = re.compile(rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(" if entry_point else r"^(?:async\s+)?def\s+\w+\s*\(")
+    start = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
+    if start is None:
+        return []
+    while start > 0 and re.match(r"^(?:import|from)\s+\w", lines[start - 1]):
+        start -= 1  # imports written right above the function belong to it
+    for end in range(len(lines), start, -1):
+        chunk = "\n".join(lines[start:end]).rstrip()
+        try:
+            ast.parse(chunk)
+        except SyntaxError:
+            continue
+        return [ParsedCall(chunk + "\n", "bare")]
+    return []
 
 
 def native_calls(tool_calls: list[ToolCall]) -> list[ParsedCall]:
@@ -151,13 +187,20 @@ def native_calls(tool_calls: list[ToolCall]) -> list[ParsedCall]:
     return out
 
 
-def extract_calls(content: str | None, tool_calls: list[ToolCall]) -> list[ParsedCall]:
-    """All calls in the first format that has any; an empty list means the model called nothing."""
+def extract_calls(content: str | None, tool_calls: list[ToolCall], entry_point: str | None = None) -> list[ParsedCall]:
+    """All calls in the first format that has any; an empty list means the model called nothing.
+
+    `entry_point`, when given, picks the code block that defines it among several.
+    """
     if tool_calls:
         return native_calls(tool_calls)
     text = content or ""
-    for parser in (parse_hermes, parse_json_objects, parse_tool_call_lines, parse_fenced_python):
+    for parser in (parse_hermes, parse_json_objects, parse_tool_call_lines):
         calls = parser(text)
+        if calls:
+            return calls
+    for code_parser in (parse_fenced_python, parse_bare_code):
+        calls = code_parser(text, entry_point)
         if calls:
             return calls
     return []

@@ -1,0 +1,193 @@
+"""The agent next to a plain single-prompt baseline, on the same tasks and the same model, in one run.
+
+Baseline: one request, "Fix bugs in <entry_point>." with the buggy code and the tests, greedy,
+768 new tokens at most; the code block is extracted with the agent's own parser and cleaned
+and scored exactly like the agent's final candidate (codecheck, then the scorer's full test run).
+Agent: the repair loop (`--max-iters`, default 5) with the preset's prompts and policies.
+
+    python bench/baseline.py --dataset-path ../shared/data/humanevalpack_python.jsonl --limit 20
+    python bench/baseline.py --tasks Python/3,Python/11 --out /tmp/bench.json
+
+Prints both pass rates and their ratio (agent final / baseline). `--agent-results FILE` takes the
+agent's side from a finished results file of the same model instead of running it again (its
+tasks must cover the selected ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from src import dataset as ds  # noqa: E402
+from src.agent import AgentSettings, ToolMode  # noqa: E402
+from src.client import ChatModel, ChatRequest  # noqa: E402
+from src.codecheck import check_candidate  # noqa: E402
+from src.errors import ModelCallError, UserError  # noqa: E402
+from src.executor import Executor, Limits  # noqa: E402
+from src.presets import load_presets, resolve  # noqa: E402
+from src.providers import open_endpoint  # noqa: E402
+from src.client import RetryPolicy  # noqa: E402
+from src.runner import run_task  # noqa: E402
+from src.sandbox import build_executor  # noqa: E402
+from src.scorer import score_code  # noqa: E402
+from src.toolcalls import extract_calls, first_usable  # noqa: E402
+
+BASELINE_MAX_TOKENS = 768
+
+
+@dataclass
+class Row:
+    task_id: str
+    baseline_passed: bool
+    baseline_s: float
+    baseline_tokens_out: int
+    agent_passed: bool | None = None
+    agent_passed_first: bool | None = None
+    agent_iterations: int | None = None
+    agent_s: float | None = None
+
+
+def baseline_prompt(task: ds.Task) -> str:
+    return f"Fix bugs in {task.entry_point}.\n\n```python\n{task.buggy_code.strip()}\n```\n\n```python\n{task.test.strip()}\n```"
+
+
+def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[bool, float, int]:
+    start = time.monotonic()
+    reply = model.chat(
+        ChatRequest(
+            messages=[{"role": "user", "content": baseline_prompt(task)}],
+            temperature=0.0,
+            max_tokens=BASELINE_MAX_TOKENS,
+            task_id=task.task_id,
+        )
+    )
+    call = first_usable(extract_calls(reply.content, [], task.entry_point))
+    code = call.code if call is not None else None
+    if code is not None:
+        check = check_candidate(code, task.buggy_code, task.entry_point)
+        code = check.code  # cleaned as the agent's candidates are (test scaffolding dropped, helpers restored)
+    passed = score_code(code, task, executor).passed
+    return passed, round(time.monotonic() - start, 2), reply.usage.completion_tokens
+
+
+def agent_rows_from(path: Path, model_id: str) -> dict[str, dict[str, Any]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data["config"]["model"] != model_id:
+        raise UserError(f"--agent-results {path}: model {data['config']['model']!r}, but the baseline runs {model_id!r}")
+    return {r["task_id"]: r for r in data["tasks"] if r.get("sample", 0) == 0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset-path", help="default: HUMANEVALFIX_DATASET")
+    p.add_argument("--tasks", help="comma-separated task ids")
+    p.add_argument("--limit", type=int, help="the first N tasks")
+    p.add_argument("--model", default="local", help="a preset (default: local, the embedded model)")
+    p.add_argument("--gguf", type=Path, help="weights for a local preset")
+    p.add_argument("--max-iters", type=int, default=5, help="the agent's repair turns (default 5)")
+    p.add_argument("--agent-results", type=Path, help="take the agent's side from this results file")
+    p.add_argument("--out", type=Path, help="write per-task rows and the summary as JSON")
+    args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    data = ds.load(ds.resolve_path(args.dataset_path))
+    tasks = ds.select(data.tasks, [t.strip() for t in args.tasks.split(",")] if args.tasks else None, args.limit)
+    preset = resolve(args.model, presets=load_presets())
+    agent_from_file = agent_rows_from(args.agent_results, preset.model) if args.agent_results else None
+    if agent_from_file is not None:
+        missing = [t.task_id for t in tasks if t.task_id not in agent_from_file]
+        if missing:
+            raise UserError(f"--agent-results {args.agent_results}: no record for {', '.join(missing[:5])}")
+    executor = build_executor("auto", Limits())
+    rows: list[Row] = []
+    started = time.monotonic()
+    try:
+        with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) as endpoint:
+            settings = AgentSettings(
+                max_iters=args.max_iters, temperatures=endpoint.preset.temperatures, max_tokens=endpoint.preset.max_tokens
+            )
+            mode = ToolMode(endpoint.preset.native_tools)
+            import threading
+
+            stop = threading.Event()
+            for i, task in enumerate(tasks, 1):
+                try:
+                    passed, seconds, tokens = run_baseline(task, endpoint.model, executor)
+                except ModelCallError as exc:
+                    print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
+                    passed, seconds, tokens = False, 0.0, 0
+                row = Row(task.task_id, passed, seconds, tokens)
+                if agent_from_file is not None:
+                    rec = agent_from_file[task.task_id]
+                    row.agent_passed, row.agent_passed_first = rec["passed"], rec["passed_first"]
+                    row.agent_iterations, row.agent_s = rec["iterations"], rec["wall_s"]
+                else:
+                    record, _ = run_task(task, endpoint.model, executor, settings, mode, stop)
+                    row.agent_passed, row.agent_passed_first = record.passed, record.passed_first
+                    row.agent_iterations, row.agent_s = record.iterations, record.wall_s
+                rows.append(row)
+                print(
+                    f"[{i}/{len(tasks)}] {task.task_id:12} baseline {'PASS' if row.baseline_passed else 'fail'} ({row.baseline_s:.0f}s)"
+                    f"  agent {'PASS' if row.agent_passed else 'fail'} ({row.agent_iterations} turns, {row.agent_s or 0:.0f}s)",
+                    flush=True,
+                )
+    except KeyboardInterrupt:
+        print(f"interrupted after {len(rows)} tasks; the summary covers those", file=sys.stderr)
+    finally:
+        executor.close()
+    summary = summarize(rows, preset.model, args, time.monotonic() - started)
+    print_summary(summary)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+    return 0
+
+
+def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: float) -> dict[str, Any]:
+    n = len(rows)
+    base = sum(r.baseline_passed for r in rows)
+    final = sum(bool(r.agent_passed) for r in rows)
+    first = sum(bool(r.agent_passed_first) for r in rows)
+    return {
+        "model": model,
+        "tasks": n,
+        "baseline_passed": base,
+        "agent_passed_first": first,
+        "agent_passed": final,
+        "baseline_rate": round(base / n, 4) if n else 0.0,
+        "agent_rate": round(final / n, 4) if n else 0.0,
+        "ratio": round(final / base, 2) if base else None,
+        "baseline_s_per_task": round(sum(r.baseline_s for r in rows) / n, 1) if n else 0.0,
+        "agent_s_per_task": round(sum(r.agent_s or 0 for r in rows) / n, 1) if n else 0.0,
+        "agent_max_iters": args.max_iters,
+        "agent_from": str(args.agent_results) if args.agent_results else "this run",
+        "wall_s": round(wall_s, 1),
+    }
+
+
+def print_summary(s: dict[str, Any]) -> None:
+    n = s["tasks"] or 1
+    print()
+    print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']})")
+    print(f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task")
+    print(f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%")
+    print(f"  agent, final:                             {s['agent_passed']:3}/{s['tasks']} = {100 * s['agent_passed'] / n:5.1f}%   {s['agent_s_per_task']} s/task")
+    ratio = s["ratio"]
+    print(f"  ratio agent final / baseline: {ratio if ratio is not None else 'n/a (baseline passed none)'}" + ("x" if ratio is not None else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

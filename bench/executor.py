@@ -1,0 +1,130 @@
+"""Benchmark the executors: the 164 canonical and 164 buggy programs through each, serially.
+
+    python bench/executor.py [--dataset PATH] [--limit N] [--timeout S] [--only NAME ...]
+
+Prints, per executor, the median and p95 latency of one run (harness side: from `run()` to its
+result), the median overhead (latency minus the time the child itself spent running the
+candidate and the test, which the child reports), and the ratio of the fresh-interpreter
+baseline's median to the executor's median. It also
+checks the verdicts (canonical must pass, buggy must fail), so a fast but wrong executor shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from src.dataset import DATASET_ENV, Task, load  # noqa: E402
+from src.executor import Executor, Limits  # noqa: E402
+from src.sandbox import build_executor  # noqa: E402
+
+BASELINE = "process (fresh)"
+# (label, sandbox kind, fresh interpreter per run?)
+VARIANTS = [
+    (BASELINE, "process", True),
+    ("bwrap (fresh)", "bwrap", True),
+    ("process (fork server)", "process", False),
+    ("unshare (fork server)", "unshare", False),
+    ("bwrap (fork server)", "bwrap", False),
+    ("restricted (fork server)", "restricted", False),
+]
+
+
+@dataclass
+class Row:
+    label: str
+    isolation: str
+    latencies: list[float]
+    overheads: list[float]
+    start_s: float
+    wrong: int
+
+    def median_ms(self) -> float:
+        return statistics.median(self.latencies) * 1000
+
+    def p95_ms(self) -> float:
+        return percentile(self.latencies, 0.95) * 1000
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def programs(tasks: list[Task]) -> list[tuple[str, str, bool]]:
+    """(code, test, should pass) for each canonical and buggy program."""
+    out = []
+    for t in tasks:
+        if t.canonical_code:
+            out.append((t.canonical_code, t.test, True))
+        out.append((t.buggy_code, t.test, False))
+    return out
+
+
+def measure(label: str, executor: Executor, progs: list[tuple[str, str, bool]], start_s: float) -> Row:
+    latencies, overheads, wrong = [], [], 0
+    for code, test, should_pass in progs:
+        t0 = time.perf_counter()
+        result = executor.run(code, test)
+        elapsed = time.perf_counter() - t0
+        latencies.append(elapsed)
+        # exec_s: the child's own time in prelude names + candidate + test (absent on a timeout)
+        overheads.append(elapsed - (result.exec_s or 0.0))
+        wrong += result.passed != should_pass
+    return Row(label, executor.isolation, latencies, overheads, start_s, wrong)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=os.environ.get(DATASET_ENV), help=f"dataset file (default: ${DATASET_ENV})")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    parser.add_argument("--timeout", type=float, default=6.0, help="per-run time limit in seconds")
+    parser.add_argument("--only", nargs="*", default=None, help="executor labels to run (the baseline always runs)")
+    args = parser.parse_args(argv)
+    if args.dataset is None:
+        parser.error(f"--dataset or ${DATASET_ENV} is required")
+    tasks = load(Path(args.dataset)).tasks[: args.limit]
+    progs = programs(tasks)
+    limits = Limits(timeout_s=args.timeout)
+    print(f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    rows: list[Row] = []
+    for label, kind, fresh in VARIANTS:
+        if args.only and label != BASELINE and label not in args.only:
+            continue
+        t0 = time.perf_counter()
+        executor = build_executor(kind, limits, fresh=fresh)
+        executor.run(*progs[0][:2])  # warm-up: a fork server starts here
+        start_s = time.perf_counter() - t0
+        try:
+            rows.append(measure(label, executor, progs, start_s))
+        finally:
+            executor.close()
+        print(f"  done: {label} ({sum(rows[-1].latencies):.1f} s)", flush=True)
+    base = next(r for r in rows if r.label == BASELINE).median_ms()
+    header = f"{'executor':<26} {'median ms':>9} {'p95 ms':>8} {'overhead ms':>11} {'speed-up':>8} {'start s':>7} {'wrong':>5}"
+    print()
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(
+            f"{r.label:<26} {r.median_ms():>9.1f} {r.p95_ms():>8.1f} {statistics.median(r.overheads) * 1000:>11.1f} "
+            f"{base / r.median_ms():>7.1f}x {r.start_s:>7.2f} {r.wrong:>5}"
+        )
+    print()
+    print("median/p95: one run's latency; overhead: median of (latency - the child's own time running candidate + test);")
+    print(f"speed-up: the '{BASELINE}' baseline's median / this median; start: building the executor + first run;")
+    print("wrong: canonical programs that did not pass + buggy programs that passed (must be 0).")
+    for r in rows:
+        print(f"  {r.label}: {r.isolation}")
+    return 1 if any(r.wrong for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+"""Runs inside the sandbox for `fix`: the candidate as the user's module, then the user's tests.
+
+The parent (src/usercode.py) sends this file's source as the executor's test program, followed by
+a call `main(<spec>)`. Standard library only, plus pytest for pytest-style tests. The candidate is
+served at the user's file's own path and module name by an import hook, so `import module`,
+`from pkg.module import f` and `__file__`-relative data files all behave as in the user's tree,
+and nothing is written there (the sandbox runs `python -B`; pytest's cache plugin is off).
+
+The verdict stays the executor's: a failing run raises at the end. The report for the model (the
+pytest failures with their assertion diffs, or the script's traceback) goes to stdout between
+nonce-tagged markers, ahead of anything the candidate printed.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import io
+import json
+import linecache
+import os
+import re
+import sys
+import traceback
+from typing import Any
+
+REPORT_CAP = 3000  # characters of report: the executor keeps 4 KiB of output
+USER_OUTPUT_CAP = 600
+FAILURES_SHOWN = 3
+MISSING_MODULE_RE = re.compile(r"No module named '([\w.]+)'")
+MISSING_NAME_RE = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+UNDEFINED_RE = re.compile(r"name '(\w+)' is not defined")
+FUNCTION_REPR_RE = re.compile(r"<function ([\w.<>]+) at 0x[0-9a-f]+>")
+
+
+class TestsFailed(AssertionError):
+    """Raised last, so the executor records a failure; the report itself is on stdout."""
+
+
+class CandidateImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the candidate source for any import that would load the user's file."""
+
+    def __init__(self, path: str, source: str, is_package: bool) -> None:
+        self.path = os.path.realpath(path)
+        self.source = source
+        self.is_package = is_package
+        self.stem = "__init__" if is_package else os.path.splitext(os.path.basename(path))[0]
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        last = fullname.rpartition(".")[2]
+        if last != self.stem and not (self.is_package and last == os.path.basename(os.path.dirname(self.path))):
+            return None
+        found = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if found is None or not found.origin or os.path.realpath(found.origin) != self.path:
+            return None
+        locations = [os.path.dirname(self.path)] if self.is_package else None
+        return importlib.util.spec_from_file_location(fullname, self.path, loader=self, submodule_search_locations=locations)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        exec(compile(self.source, self.path, "exec", dont_inherit=True), module.__dict__)
+
+    def get_source(self, fullname: str) -> str:
+        return self.source
+
+
+def prime_linecache(filename: str, source: str) -> None:
+    """Tracebacks and pytest show the candidate's lines, not those of the file on disk."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 40] + f"\n...[{len(text) - limit + 40} characters cut]"
+
+
+class Report:
+    def __init__(self) -> None:
+        self.status = "passed"  # passed | failed | error (the tests could not be run at all)
+        self.summary = ""
+        self.text = ""
+        self.missing_modules: list[str] = []
+        self.missing_names: list[list[str]] = []  # [name, module]
+        self.undefined_names: list[str] = []
+
+    def note_text(self, text: str) -> None:
+        self.missing_modules += [m for m in MISSING_MODULE_RE.findall(text) if m not in self.missing_modules]
+        for name, module in MISSING_NAME_RE.findall(text):
+            if [name, module] not in self.missing_names:
+                self.missing_names.append([name, module])
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "summary": self.summary,
+            "missing_modules": self.missing_modules,
+            "missing_names": self.missing_names,
+            "undefined_names": self.undefined_names,
+        }
+
+
+def format_exception(exc: BaseException, keep: set[str]) -> str:
+    """The traceback without this driver's and importlib's frames."""
+    tb = traceback.TracebackException.from_exception(exc)
+    # This driver runs as the executor's "<test>" program; importlib's frames are "<frozen ...>".
+    frames = [f for f in tb.stack if f.filename in keep or not f.filename.startswith("<")]
+    tb.stack = traceback.StackSummary.from_list(frames)
+    return "".join(tb.format())
+
+
+def innermost_file(exc: BaseException) -> str | None:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return frames[-1].filename if frames else None
+
+
+def import_candidate(spec: dict[str, Any], report: Report) -> Any:
+    try:
+        return importlib.import_module(spec["module"])
+    except BaseException as exc:  # whatever the candidate raises at import is its failure
+        report.status = "failed"
+        report.summary = f"importing {spec['module']} failed"
+        text = format_exception(exc, {spec["path"]})
+        report.note_text(text)
+        report.text = f"Importing the module `{spec['module']}` failed:\n" + text
+        return None
+
+
+def compile_script(source: str, filename: str) -> Any:
+    """pytest's assertion rewriting gives plain `assert` lines their values in the message."""
+    tree = ast.parse(source, filename)
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+
+        rewrite_asserts(tree, source.encode(), filename)
+    except Exception:
+        tree = ast.parse(source, filename)  # plain asserts still work, with less detail
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+def run_script(spec: dict[str, Any], module: Any, report: Report) -> None:
+    tests = spec["tests"]
+    filename = tests["path"] or "<tests>"
+    prime_linecache(filename, tests["source"])
+    namespace: dict[str, Any] = {k: v for k, v in vars(module).items() if not k.startswith("__")}
+    namespace.update({"__name__": "__main__", "__file__": filename, "__builtins__": builtins})
+    try:
+        exec(compile_script(tests["source"], filename), namespace)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit) and exc.code in (None, 0):
+            report.summary = "the tests exited with status 0"
+            return
+        report.status = "failed"
+        report.summary = f"{type(exc).__name__} in the tests"
+        # Rewritten asserts show functions by repr; the address changes every run and means nothing.
+        report.text = FUNCTION_REPR_RE.sub(r"\1", format_exception(exc, {filename, spec["path"]}))
+        report.note_text(report.text)
+        if isinstance(exc, NameError) and innermost_file(exc) == filename:
+            report.undefined_names.append(getattr(exc, "name", None) or "?")
+        return
+    report.summary = "all asserts passed"
+
+
+class PytestCollector:
+    """A pytest plugin that keeps the failures (short tracebacks, assertion diffs) for the model.
+
+    Paths are shown relative to `base` (the user's import root), not to the sandbox's scratch cwd.
+    """
+
+    def __init__(self, test_path: str, base: str) -> None:
+        self.test_path = os.path.realpath(test_path)
+        self.base = base
+        self.rootdir = base
+        self.counts: dict[str, int] = {}
+        self.failures: list[str] = []
+        self.crash_messages: list[str] = []
+        self.undefined: list[str] = []
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.rootdir = str(session.config.rootpath)
+
+    def tidy(self, text: str) -> str:
+        for prefix in (os.path.relpath(self.base) + os.sep, self.base.rstrip(os.sep) + os.sep):
+            text = text.replace(prefix, "")
+        return text
+
+    def node(self, nodeid: str) -> str:
+        path, sep, rest = nodeid.partition("::")
+        shown = os.path.relpath(os.path.join(self.rootdir, path), self.base) if path else self.test_path
+        return self.tidy(shown) + sep + rest
+
+    def _count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self._count("error")
+            self.failures.append(f"ERROR collecting {self.node(report.nodeid)}\n{self.tidy(report.longreprtext)}")
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self._count("failed" if report.when == "call" else "error")
+            title = self.node(report.nodeid) + ("" if report.when == "call" else f" (error in {report.when})")
+            text = f"___ {title} ___\n{self.tidy(report.longreprtext)}"
+            captured = (report.capstdout + report.capstderr).strip()
+            if captured:
+                text += "\n--- captured output ---\n" + cap(captured, USER_OUTPUT_CAP)
+            self.failures.append(text)
+            crash = getattr(report.longrepr, "reprcrash", None)
+            if crash is not None:
+                self.crash_messages.append(crash.message)
+                name = UNDEFINED_RE.search(crash.message)
+                if crash.message.startswith("NameError") and name and os.path.realpath(str(crash.path)) == self.test_path:
+                    self.undefined.append(name.group(1))
+        elif report.when == "call":
+            self._count("passed" if report.passed else "skipped")
+        elif report.skipped:
+            self._count("skipped")
+
+    def summary(self) -> str:
+        order = ("failed", "error", "passed", "skipped")
+        return ", ".join(f"{self.counts[k]} {k}" for k in order if self.counts.get(k))
+
+
+def run_pytest(spec: dict[str, Any], report: Report) -> None:
+    # Installed plugins (hypothesis: seconds of import) would eat the per-run timeout; plugins the
+    # tests need still load when named (`-p NAME` in addopts, `pytest_plugins` in a conftest.py).
+    os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    try:
+        import pytest
+    except ImportError as exc:
+        report.status, report.summary = "error", "pytest is not importable in the sandbox"
+        report.text = f"pytest could not be imported: {exc}"
+        return
+    path = spec["tests"]["path"]
+    collector = PytestCollector(path, spec["import_root"])
+    # -vv: full assertion diffs (the model cannot ask for more); the terminal output is discarded.
+    args = [path, "-vv", "-p", "no:cacheprovider", "--tb=short", "--color=no"]
+    log = io.StringIO()  # pytest's own terminal output: only shown when pytest itself fails
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            code = int(pytest.main(args, plugins=[collector]))
+    except BaseException as exc:
+        code = 3
+        log.write(format_exception(exc, set()))
+    report.summary = collector.summary() or "no tests ran"
+    failures = collector.failures
+    for text in failures + collector.crash_messages:
+        report.note_text(text)
+    report.undefined_names += collector.undefined
+    if code == 0:
+        report.status = "passed"
+        return
+    if code in (3, 4) and not failures:  # internal or usage error: the tests never ran
+        report.status = "error"
+        report.text = "pytest could not run the tests:\n" + cap(log.getvalue().strip(), REPORT_CAP - 100)
+        return
+    report.status = "failed"
+    if code == 5:
+        report.summary = "no tests collected"
+        report.text = f"pytest collected no tests from {path}"
+        return
+    shown = failures[:FAILURES_SHOWN]
+    more = len(failures) - len(shown)
+    report.text = f"pytest: {report.summary}\n\n" + "\n\n".join(shown) + (f"\n\n({more} more failures not shown)" if more else "")
+
+
+def emit(nonce: str, report: Report, user_output: str) -> None:
+    out = sys.__stdout__
+    out.write(f"<<fix-report {nonce}>>\n{json.dumps(report.header())}\n{cap(report.text, REPORT_CAP)}\n<</fix-report {nonce}>>\n")
+    if user_output.strip():
+        out.write(cap(user_output, USER_OUTPUT_CAP) + "\n")
+    out.flush()
+
+
+def main(spec: dict[str, Any]) -> None:
+    report = Report()
+    user_output = io.StringIO()  # what the candidate and a script print, shown after the report
+    prime_linecache(spec["path"], spec["source"])
+    tests = spec["tests"]
+    search = [p for p in (tests.get("search_dir"), spec["import_root"]) if p]
+    sys.path[:0] = [p for p in dict.fromkeys(search) if p not in sys.path]
+    sys.meta_path.insert(0, CandidateImporter(spec["path"], spec["source"], spec["is_package"]))
+    try:
+        with contextlib.redirect_stdout(user_output), contextlib.redirect_stderr(user_output):
+            module = import_candidate(spec, report)
+            if module is not None and tests["kind"] == "script":
+                run_script(spec, module, report)
+        if module is not None and tests["kind"] == "pytest":
+            run_pytest(spec, report)
+    finally:
+        emit(spec["nonce"], report, user_output.getvalue())
+    if report.status == "error":
+        raise RuntimeError(f"the tests could not be run: {report.summary}")
+    if report.status != "passed":
+        raise TestsFailed(report.summary)

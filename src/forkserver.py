@@ -1,0 +1,287 @@
+"""The warm executor: one fork server per executor (so per worker), a fork per run.
+
+The server (sandbox_runner.py --serve) starts once inside the executor's jail, imports the
+prelude (numpy included) and waits on a unix socket. For each run the harness creates two pipes,
+the child's stdout+stderr and the result pipe, and passes their write ends to the server with
+the request (SCM_RIGHTS). The server forks; the child makes itself a session leader, takes the
+pipes as fds 1, 2 and 3, closes every other fd, enters a fresh work dir, sets its rlimits, drops
+its capabilities and runs the candidate. The server waits for it (killing its process group at
+the time limit), kills whatever it left behind, wipes its files and replies.
+
+The isolation is the jail's, as for the fresh-interpreter path; under bwrap and unshare the
+server is the init of its PID namespace, so nothing the candidate runs can signal it. The
+verdict comes the same way: from the result pipe, tagged with the run's nonce. If the server
+dies (killed by a candidate under the rlimits-only jail, or crashed) the run fails and the next
+run starts a new server; if it stops answering it is killed at the time limit plus a grace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .executor import (
+    ExecResult,
+    Limits,
+    OutputSink,
+    child_env,
+    describe,
+    drain,
+    exec_seconds,
+    format_output,
+    guarantees_of,
+    kill_group,
+    remove_tree,
+    verdict,
+)
+from .jail import JAIL_WORK, Jail
+from .sandbox_runner import HEADER
+
+START_TIMEOUT_S = 60.0  # a cold start on a busy machine: interpreter, numpy, bwrap
+GRACE_S = 3.0  # beyond the time limit, before the harness gives up on the server itself
+
+
+@dataclass
+class _Server:
+    """One running server; stopped by close(), a restart, or the executor's finalizer."""
+
+    proc: subprocess.Popen[bytes]
+    sock: socket.socket
+    stderr: IO[bytes]
+    base: str | None  # the host work dir (not under bwrap)
+    buffer: bytearray = field(default_factory=bytearray)
+    dead: bool = False
+
+    def alive(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def stop(self) -> None:
+        self.dead = True
+        try:
+            self.sock.close()  # EOF: the server exits on its own...
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.proc.pid)  # ...and whatever is left of its sandbox goes with it
+        self.proc.wait()
+        self.stderr.close()
+        if self.base is not None:
+            remove_tree(self.base)
+
+    def stderr_tail(self) -> str:
+        try:
+            self.stderr.seek(0)
+            lines = self.stderr.read().decode("utf-8", errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1] if lines else ""
+
+    def pump(self) -> bool:
+        """Read what the socket has into `buffer` (for `drain`); False at EOF."""
+        try:
+            self.sock.setblocking(False)
+            chunk = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            chunk = b""
+        finally:
+            try:
+                self.sock.setblocking(True)
+            except OSError:
+                pass
+        if not chunk:
+            self.dead = True
+            return False
+        self.buffer.extend(chunk)
+        return True
+
+    def take_message(self) -> dict[str, Any] | None:
+        """A complete reply from `buffer`, if one has arrived."""
+        if len(self.buffer) < HEADER.size:
+            return None
+        (length,) = HEADER.unpack(self.buffer[: HEADER.size])
+        if len(self.buffer) < HEADER.size + length:
+            return None
+        data = bytes(self.buffer[HEADER.size : HEADER.size + length])
+        del self.buffer[: HEADER.size + length]
+        return json.loads(data)
+
+    def read_message(self, deadline: float) -> dict[str, Any] | None:
+        """Block until a reply, EOF (None) or the deadline (None)."""
+        while True:
+            message = self.take_message()
+            if message is not None:
+                return message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(65536)
+            except (TimeoutError, OSError):
+                return None
+            if not chunk:
+                self.dead = True
+                return None
+            self.buffer.extend(chunk)
+
+
+class ForkServerExecutor:
+    """Same verdicts and isolation as SubprocessExecutor, without an interpreter start per run."""
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        python: str = sys.executable,
+        *,
+        jail: Jail | None = None,
+        mode: str = "python",
+        name: str = "process",
+    ) -> None:
+        self.limits = limits or Limits()
+        self.python = python
+        self.jail = jail or Jail("none", python=python)
+        self.mode = mode
+        self.name = name
+        self.isolation = describe(name, self.jail, mode, warm=True)
+        self.guarantees = guarantees_of(self.jail, mode)
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._finalizer: weakref.finalize | None = None
+        self.starts = 0  # how many servers were started (a restart after a death counts)
+
+    # -- server lifecycle
+    def _start(self) -> str | None:
+        """Start a server; None when it is ready, else why not."""
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        base = None if self.jail.level == "bwrap" else tempfile.mkdtemp(prefix="hefix-fork-")
+        argv = [self.python, "-I", "-B", self.jail.runner, "--serve", str(child.fileno()), base or JAIL_WORK, "--mode", self.mode]
+        if self.jail.level == "bwrap":
+            argv.append("--private")
+        stderr = tempfile.TemporaryFile()
+        try:
+            proc = subprocess.Popen(
+                self.jail.wrap(argv, as_pid_1=True),
+                cwd=base or "/",
+                env=child_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                pass_fds=(child.fileno(),),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            parent.close()
+            stderr.close()
+            if base is not None:
+                remove_tree(base)
+            return f"could not start the fork server: {exc}"
+        finally:
+            child.close()
+        server = _Server(proc, parent, stderr, base)
+        self.starts += 1
+        hello = server.read_message(time.monotonic() + START_TIMEOUT_S)
+        if not hello or not hello.get("ready"):
+            why = (hello or {}).get("message") or server.stderr_tail() or "it did not answer"
+            server.stop()
+            return f"the fork server did not start ({self.jail.level}): {why}"
+        self._server = server
+        self._finalizer = weakref.finalize(self, server.stop)
+        return None
+
+    def _stop_server(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # runs server.stop() once
+        self._finalizer = None
+        self._server = None
+
+    # -- runs
+    def run(self, code: str, test: str) -> ExecResult:
+        with self._lock:
+            for attempt in (0, 1):
+                if self._server is None or not self._server.alive():
+                    self._stop_server()
+                    problem = self._start()
+                    if problem is not None:
+                        return ExecResult("error", problem)
+                result = self._run(code, test)
+                if result is not None:
+                    return result
+                self._stop_server()  # the request could not be sent: a dead server; once more
+            return ExecResult("error", "the fork server died twice before it could take the code")
+
+    def _run(self, code: str, test: str) -> ExecResult | None:
+        server = self._server
+        assert server is not None
+        nonce = secrets.token_hex(16)
+        request = json.dumps(
+            {"code": code, "test": test, "nonce": nonce, "limits": self.limits.rlimits(), "timeout_s": self.limits.timeout_s}
+        ).encode()
+        out_r, out_w = os.pipe()
+        result_r, result_w = os.pipe()
+        start = time.monotonic()
+        try:
+            try:
+                socket.send_fds(server.sock, [HEADER.pack(len(request))], [out_w, result_w])
+                server.sock.sendall(request)
+            except OSError:
+                server.dead = True
+                return None
+            finally:
+                os.close(out_w)
+                os.close(result_w)
+            sink = OutputSink()
+            deadline = start + self.limits.timeout_s + GRACE_S
+            reply: dict[str, Any] | None = None
+
+            def replied() -> bool:
+                nonlocal reply
+                reply = reply or server.take_message()
+                return reply is not None or server.dead
+
+            # The child's pipes and the server's socket, until the server says the run is over.
+            gave_up = drain(sink, {out_r: "out", result_r: "result", server.sock.fileno(): server.pump}, deadline, stop=replied)
+            if reply is None and not server.dead and not gave_up:
+                reply = server.read_message(deadline)
+        finally:
+            os.close(out_r)
+            os.close(result_r)
+        duration = time.monotonic() - start
+        if reply is None:
+            # No answer: the server died (a candidate killed it under the rlimits-only jail) or
+            # hung. Either way it is replaced before the next run.
+            self._stop_server()
+            status, message = verdict(bytes(sink.result), nonce, None)
+            if status != "passed":
+                if duration >= self.limits.timeout_s:
+                    status, message = "timeout", f"timed out after {self.limits.timeout_s:g}s (an infinite loop?)"
+                else:
+                    message = "the sandbox's server process died while the code ran (did the code kill its parent?)"
+            return ExecResult(status, message, format_output(bytes(sink.out), sink.truncated), round(duration, 4), None)
+        if "error" in reply:
+            self._stop_server()
+            return ExecResult("error", str(reply["error"]), "", round(duration, 4), None)
+        exit_code = int(reply["exit_code"])
+        status, message = verdict(bytes(sink.result), nonce, exit_code)
+        if reply.get("timed_out") and status != "passed":
+            status, message = "timeout", f"timed out after {self.limits.timeout_s:g}s (an infinite loop?)"
+        output = format_output(bytes(sink.out), sink.truncated)
+        return ExecResult(status, message, output, round(duration, 4), exit_code, exec_seconds(bytes(sink.result), nonce))
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop_server()

@@ -1,0 +1,162 @@
+"""Shared fixtures and helpers: the dataset path, a tiny task file, run configs aimed at the scripted server.
+
+Tests that need the HumanEvalFix file read it from HUMANEVALFIX_DATASET and skip, with the reason,
+when it is unset (CI sets it and fails on any skip).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from src.dataset import DATASET_ENV, Task, load_file
+from src.presets import Preset
+from src.config import RunConfig
+
+from .scripted_server import Recorded, ScriptedServer
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CLI = REPO_ROOT / "eval_humanevalfix.py"
+# Short tests: small enough to keep each scripted run well under a second.
+TINY_TASK_IDS = ("Python/0", "Python/2", "Python/3")
+KEYS_ENV = "HEFIX_TEST_KEYS"  # the key variable the scripted presets read (never a real provider's)
+
+
+@pytest.fixture(scope="session")
+def dataset_path() -> Path:
+    value = os.environ.get(DATASET_ENV)
+    if not value:
+        pytest.skip(f"{DATASET_ENV} is not set: point it at humanevalpack_python.jsonl to run this test")
+    path = Path(value).resolve()  # CI gives it relative to the repo root; CLI tests run elsewhere
+    if not path.is_file():
+        pytest.fail(f"{DATASET_ENV}={value} is not a file")
+    return path
+
+
+@pytest.fixture(scope="session")
+def dataset_rows(dataset_path: Path) -> list[dict[str, Any]]:
+    with dataset_path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def all_tasks(dataset_path: Path) -> dict[str, Task]:
+    return {t.task_id: t for t in load_file(dataset_path).tasks}
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path: Path, dataset_rows: list[dict[str, Any]]) -> Path:
+    """A 3-task .jsonl made of rows of the shared file (as they are, all fields)."""
+    rows = {r["task_id"]: r for r in dataset_rows}
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("".join(json.dumps(rows[tid]) + "\n" for tid in TINY_TASK_IDS), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_tasks(all_tasks: dict[str, Task]) -> dict[str, Task]:
+    """The tiny dataset's tasks by entry point (what the scripted server sees in prompts)."""
+    return {all_tasks[tid].entry_point: all_tasks[tid] for tid in TINY_TASK_IDS}
+
+
+def scripted_preset(base_url: str, temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7)) -> Preset:
+    return Preset(
+        name="scripted",
+        provider="compatible",
+        model="scripted-model",
+        base_url=base_url,
+        key_env=KEYS_ENV,
+        temperatures=temperatures,
+        max_tokens=256,
+        native_tools=True,
+    )
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> Callable[..., RunConfig]:
+    """A RunConfig for the scripted server: fast retries, results under tmp_path."""
+
+    def build(server: ScriptedServer, dataset: Path, temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7), **overrides: Any) -> RunConfig:
+        base: dict[str, Any] = dict(
+            preset=scripted_preset(server.base_url, temperatures),
+            dataset_path=dataset,
+            max_iters=3,
+            workers=1,
+            sandbox="process",
+            timeout_s=20.0,  # generous: on a busy machine a slow start must not read as a timeout
+            out=tmp_path / "run" / "results.json",
+            retry_attempts=3,
+            retry_initial_s=0.01,
+            request_timeout_s=10.0,
+        )
+        base.update(overrides)
+        return RunConfig(**base)
+
+    return build
+
+
+# --- reading scripted requests -------------------------------------------------------------
+
+PROMPT_ENTRY_RE = re.compile(r"Fix the bug in `(\w+)`")
+
+
+def entry_point_of(rec: Recorded) -> str:
+    """Which task a request is about, from the task prompt (the first user message)."""
+    for message in rec.body.get("messages", []):
+        if message.get("role") == "user":
+            match = PROMPT_ENTRY_RE.search(message.get("content") or "")
+            if match:
+                return match.group(1)
+    raise AssertionError(f"no task prompt in request: {rec.body}")
+
+
+def turn_of(rec: Recorded) -> int:
+    """0 for the first model call of a task, 1 for the second, ..."""
+    return sum(1 for m in rec.body.get("messages", []) if m.get("role") == "assistant")
+
+
+def last_message(rec: Recorded) -> dict[str, Any]:
+    return rec.body["messages"][-1]
+
+
+def requests_for(server: ScriptedServer, entry_point: str) -> list[Recorded]:
+    return [r for r in server.chat_requests() if entry_point_of(r) == entry_point]
+
+
+def run_cli(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """The real command line in a child process, run from `cwd` (so no stray .env is read)."""
+    return subprocess.run(
+        [sys.executable, str(CLI), *args],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The parent's environment without any API key variable, plus `extra`."""
+    drop = {"OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY", KEYS_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    if env.get(DATASET_ENV):
+        env[DATASET_ENV] = str(Path(env[DATASET_ENV]).resolve())
+    env["COLUMNS"] = "200"
+    env.update(extra)
+    return env
+
+
+def results_of(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def stream_records(path: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [entry["record"] for entry in lines if entry.get("type") == "task"]

@@ -1,0 +1,182 @@
+"""The embedded model for real: llama.cpp server start, readiness, shutdown on every path, and
+two tasks end to end with no API key. Needs llama-cpp-python[server] and the weights packages.
+
+Each test tags the processes it starts with a unique environment variable (the server inherits
+it), so "no server left" is checked for this test's own processes only, whatever else runs here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from src.errors import ConfigError
+from src.local_model import ServerOptions, run_server
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASET = os.environ.get("HUMANEVALFIX_DATASET")
+KEY_VARS = ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY")
+TAG_VAR = "HEFIX_TEST_TAG"
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Live processes whose environment carries this test's tag."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_gone(tag: str, timeout_s: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = tagged_pids(tag)
+        if not left:
+            return []
+        time.sleep(0.2)
+    return tagged_pids(tag)
+
+
+def clean_env(tag: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+    env[TAG_VAR] = tag
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+HOLDER = """\
+import sys, time
+from src.local_model import embedded_server
+from src.presets import load_presets
+with embedded_server(load_presets()["local"], None) as served:
+    print(served.pid, served.base_url, served.model, flush=True)
+    time.sleep(600)
+"""
+
+
+def start_holder(tag: str) -> tuple[subprocess.Popen[str], int, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(timeout=30)
+        pytest.fail(f"the holder did not start the server: {proc.stderr.read() if proc.stderr else ''}")
+    pid_text, base_url, model = line.split()
+    assert model == "qwen2.5-coder-0.5b-instruct"
+    with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
+        ids = [m["id"] for m in json.loads(response.read())["data"]]
+    assert ids == [model]
+    return proc, int(pid_text), base_url
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_the_server_does_not_outlive_its_parent(sig: signal.Signals) -> None:
+    tag = uuid.uuid4().hex
+    proc, server_pid, _ = start_holder(tag)
+    try:
+        assert server_pid in tagged_pids(tag)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        left = wait_gone(tag)
+        assert left == [], f"processes left after {sig.name}: {left}"
+    finally:
+        for pid in tagged_pids(tag):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_server_that_dies_at_start_is_reported_with_its_log_and_reaped(tmp_path: Path) -> None:
+    bogus = tmp_path / "not-a-model.gguf"
+    bogus.write_bytes(b"this is not a GGUF file" * 100)
+    with pytest.raises(ConfigError) as err:
+        with run_server(bogus, "bogus", ServerOptions(start_timeout_s=120)):
+            pytest.fail("a bogus model must not become ready")
+    text = str(err.value)
+    assert "exited (status" in text and "before it was ready" in text
+    assert "not-a-model.gguf" in text  # the log tail: the server names the file it failed to load
+
+
+def test_a_server_that_is_too_slow_to_start_is_stopped(tmp_path: Path) -> None:
+    from src.weights import locate
+
+    tag = uuid.uuid4().hex
+    os.environ[TAG_VAR] = tag  # inherited by the server started from this process
+    try:
+        with pytest.raises(ConfigError, match=r"did not answer .*/models within 0.2s"):
+            with run_server(locate("qwen2.5-coder-0.5b"), "m", ServerOptions(start_timeout_s=0.2)):
+                pytest.fail("cannot be ready in 0.2 s")
+        assert wait_gone(tag, 5) == []
+    finally:
+        del os.environ[TAG_VAR]
+
+
+def test_serve_prints_the_base_url_answers_and_stops_on_ctrl_c() -> None:
+    tag = uuid.uuid4().hex
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "src", "serve"], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), base_url
+        with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
+            assert json.loads(response.read())["data"][0]["id"] == "qwen2.5-coder-0.5b-instruct"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        assert wait_gone(tag) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in tagged_pids(tag):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not DATASET, reason="HUMANEVALFIX_DATASET is not set: point it at humanevalpack_python.jsonl to run this test")
+def test_two_tasks_end_to_end_on_the_embedded_model_with_no_key(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex
+    out = tmp_path / "local.json"
+    # One repair turn keeps this under two minutes on two busy cores; the pipeline is the same.
+    done = subprocess.run(
+        [sys.executable, "eval_humanevalfix.py", "--limit", "2", "--max-iters", "1", "--dataset-path", str(DATASET), "--out", str(out)],
+        cwd=ROOT,
+        env=clean_env(tag),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert wait_gone(tag) == [], "a llama server outlived the run"
+    results = json.loads(out.read_text())
+    config = results["config"]
+    assert config["provider"] == "local" and config["model"] == "qwen2.5-coder-0.5b-instruct"
+    assert config["base_url"].startswith("http://127.0.0.1:")
+    assert config["tool_mode"] == "text"
+    records = results["tasks"]
+    assert [r["task_id"] for r in records] == ["Python/0", "Python/1"]
+    for record in records:
+        assert record["error"] is None, record["error"]
+        assert record["attempts"], record
+        assert record["tokens_in"] > 0 and record["tokens_out"] > 0
+    attempts = [a for r in records for a in r["attempts"]]
+    parsed = [a for a in attempts if a["via"]]
+    assert parsed, f"no attempt had a parsed tool call: {attempts}"
+    assert all(a["code"] for a in parsed if a["outcome"] in ("passed", "failed", "timeout"))

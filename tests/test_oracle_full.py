@@ -1,0 +1,41 @@
+"""The whole pipeline on all 164 tasks without an LLM, through the real command line:
+the canonical fixes must all pass and the buggy code must all fail (the scorer and the
+executor agree with the dataset). Each run takes about a minute on two busy cores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import results_of, run_cli
+
+
+@pytest.mark.parametrize(("oracle", "expected_passed"), [("canonical", 164), ("buggy", 0)])
+def test_oracle_on_the_full_dataset(tmp_path: Path, dataset_path: Path, oracle: str, expected_passed: int) -> None:
+    out = tmp_path / f"oracle-{oracle}.json"
+    proc = run_cli(
+        ["--model", f"oracle:{oracle}", "--dataset-path", str(dataset_path), "--out", str(out), "--workers", "2"],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = results_of(out)
+    assert data["status"] == "complete"
+    summary = data["summary"]
+    assert summary["tasks"] == 164 and summary["errors"] == 0
+    wrong = [t["task_id"] for t in data["tasks"] if t["passed"] != bool(expected_passed)]
+    assert wrong == [], f"oracle:{oracle}: unexpected verdicts for {wrong[:10]}"
+    assert (summary["passed"], summary["passed_first"]) == (expected_passed, expected_passed)
+    assert [t["task_id"] for t in data["tasks"]] == [f"Python/{i}" for i in range(164)]
+    for task in data["tasks"]:
+        assert task["error"] is None
+        assert task["attempts"][0]["via"] == "native"  # the oracle answers through the tool-call path
+        if oracle == "buggy":
+            # The buggy code fails the feedback run too; its unchanged resubmission is a repeat, not rerun.
+            assert task["attempts"][0]["outcome"] in ("failed", "timeout")
+            assert task["executions"] == 1
+            assert all(a["outcome"] == "repeat" for a in task["attempts"][1:])
+        else:
+            assert task["iterations"] == 1 and task["stop_reason"] == "passed"
+    assert data["config"]["dataset_sha256"] and data["config"]["task_ids"][:2] == ["Python/0", "Python/1"]

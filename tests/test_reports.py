@@ -1,0 +1,222 @@
+"""Reports: results made by the real pipeline (scripted server over HTTP, real executions), then
+the PNG, the self-contained HTML, and the comparison of two runs with its statistics."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+import io
+
+import pytest
+from rich.console import Console
+
+from src.cli import main
+from src.config import RunConfig
+from src.presets import resolve
+from src.records import TaskRecord
+from src.runner import run_eval
+from src.visualize import (
+    cumulative_pass_rate,
+    load_run,
+    mcnemar_exact,
+    paired_bootstrap,
+    rates_by,
+    solved_turn,
+    write_reports,
+)
+
+from .conftest import TINY_TASK_IDS, clean_env, results_of, run_cli
+from .oracle_handlers import scripted_repairs
+from .scripted_server import ScriptedServer
+
+PRICE_IN, PRICE_OUT = 2.5, 10.0
+# The scripted model fixes the first task at once, the second on turn 1, never the third.
+FIX_AT = {TINY_TASK_IDS[0]: 0, TINY_TASK_IDS[1]: 1, TINY_TASK_IDS[2]: None}
+MAX_ITERS = 2
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, dataset_path: Path) -> dict[str, Any]:
+    """Run A: the scripted model (priced, --visualize); run B: oracle:canonical; same 3 tasks."""
+    from src.dataset import load_file
+
+    tmp = tmp_path_factory.mktemp("reports")
+    rows = {json.loads(line)["task_id"]: line for line in dataset_path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    tiny = tmp / "tiny.jsonl"
+    tiny.write_text("".join(rows[t] + "\n" for t in TINY_TASK_IDS), encoding="utf-8")
+    tasks = load_file(tiny).tasks
+    a, b = tmp / "a.json", tmp / "b.json"
+    with ScriptedServer(scripted_repairs(tasks, lambda t: FIX_AT[t.task_id])) as server:
+        models = tmp / "models.yaml"
+        models.write_text(
+            f"priced:\n  provider: compatible\n  base_url: {server.base_url}\n  model: scripted-model\n"
+            f"  temperatures: [0.0]\n  price_per_1m: {{input: {PRICE_IN}, output: {PRICE_OUT}}}\n",
+            encoding="utf-8",
+        )
+        proc = run_cli(
+            ["--models-file", str(models), "--model", "priced", "--dataset-path", str(tiny), "--max-iters", str(MAX_ITERS),
+             "--workers", "2", "--out", str(a), "--visualize"],
+            cwd=tmp, env=clean_env(),
+        )
+    assert proc.returncode == 0, proc.stderr
+    # B in-process (the same runner the CLI calls); one scored run per task.
+    outcome = run_eval(
+        RunConfig(preset=resolve("oracle:canonical", presets={}), dataset_path=tiny, max_iters=0, out=b),
+        Console(file=io.StringIO()),
+    )
+    assert outcome.status == "complete"
+    return {"a": a, "b": b, "tiny": tiny, "tasks": {t.task_id: t for t in tasks}, "stderr": proc.stderr, "tmp": tmp}
+
+
+def test_visualize_flag_writes_png_and_html_next_to_the_results(runs: dict[str, Any]) -> None:
+    a: Path = runs["a"]
+    png, page = a.with_name("a.report.png"), a.with_name("a.report.html")
+    assert png.is_file() and page.is_file()
+    assert f"report: {png}" in " ".join(runs["stderr"].split())
+    width, height = png_size(png.read_bytes())
+    assert width >= 1000 and height >= 1000
+
+
+def test_statistics_of_the_run_follow_the_scripted_schedule(runs: dict[str, Any]) -> None:
+    run = load_run(runs["a"])
+    by_id = {r.task_id: r for r in run.records}
+    assert [by_id[t].passed for t in TINY_TASK_IDS] == [True, True, False]
+    assert solved_turn(by_id[TINY_TASK_IDS[0]]) == 0
+    assert solved_turn(by_id[TINY_TASK_IDS[1]]) == 1
+    assert solved_turn(by_id[TINY_TASK_IDS[2]]) is None
+    assert cumulative_pass_rate(run.records, MAX_ITERS) == pytest.approx([1 / 3, 2 / 3, 2 / 3])
+    bug_types = {c.category: c for c in rates_by(run.records, lambda r: r.bug_type)}
+    for t in TINY_TASK_IDS:
+        assert runs["tasks"][t].bug_type in bug_types
+    assert sum(c.n for c in bug_types.values()) == 3
+    summary = results_of(runs["a"])["summary"]
+    expected_cost = summary["tokens_in"] / 1e6 * PRICE_IN + summary["tokens_out"] / 1e6 * PRICE_OUT
+    assert summary["tokens_in"] > 0 and summary["cost_usd"] == pytest.approx(expected_cost, abs=1e-6)
+
+
+def test_html_is_self_contained_and_shows_every_task(runs: dict[str, Any]) -> None:
+    a: Path = runs["a"]
+    page = a.with_name("a.report.html").read_text(encoding="utf-8")
+    # Opens offline: no script, no stylesheet link, no remote URL; the plot is inline.
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", page)
+    embedded = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert embedded is not None
+    assert base64.b64decode(embedded.group(1)) == a.with_name("a.report.png").read_bytes()
+    for t in TINY_TASK_IDS:
+        assert f"<td>{t}</td>" in page
+    assert page.count('class="pass">PASS') == 2 and page.count('class="fail">FAIL') == 1
+    summary = results_of(a)["summary"]
+    assert f"${summary['cost_usd']:.4f}" in page  # the run's cost in the summary table
+
+
+def test_html_diff_shows_the_fix_against_the_buggy_code(runs: dict[str, Any]) -> None:
+    import html as html_lib
+
+    page = runs["a"].with_name("a.report.html").read_text(encoding="utf-8")
+    fixed = runs["tasks"][TINY_TASK_IDS[0]]
+    buggy_lines = {line.strip() for line in fixed.buggy_code.splitlines()}
+    added = [line for line in (fixed.canonical_code or "").splitlines() if line.strip() and line.strip() not in buggy_lines]
+    removed = [line for line in fixed.buggy_code.splitlines() if line.strip() and line.strip() not in {l.strip() for l in (fixed.canonical_code or "").splitlines()}]
+    assert added and removed
+    assert f'<span class="add">+{html_lib.escape(added[0].rstrip())}</span>' in page
+    assert f'<span class="del">-{html_lib.escape(removed[0].rstrip())}</span>' in page
+    # The task never fixed shows its last test failure.
+    unsolved = load_run(runs["a"]).records[2]
+    assert not unsolved.passed and unsolved.score_message.strip()
+    assert f'<td class="err"><pre>{html_lib.escape(unsolved.score_message)}</pre></td>' in page
+
+
+def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(runs: dict[str, Any], tmp_path: Path) -> None:
+    """A results file without buggy_code (older runs) still gets diffs; hostile code stays text."""
+    data = results_of(runs["a"])
+    for task in data["tasks"]:
+        task.pop("buggy_code", None)
+    data["tasks"][0]["final_code"] = data["tasks"][0]["final_code"] + "\n# </pre><script>alert('x')</script>\n"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data), encoding="utf-8")
+    assert write_reports(old, tmp_path / "out" / "page.html") == [tmp_path / "out" / "page.png", tmp_path / "out" / "page.html"]
+    page = (tmp_path / "out" / "page.html").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "page.png").is_file()
+    assert "<script>" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "buggy code unavailable" not in page and 'class="del">-' in page
+
+
+def test_report_of_an_oracle_run_has_no_tokens_and_no_cost(runs: dict[str, Any], tmp_path: Path) -> None:
+    paths = write_reports(runs["b"], tmp_path / "oracle")
+    page = paths[1].read_text(encoding="utf-8")
+    assert "n/a (no prices in models.yaml)" in page
+    assert page.count('class="pass">PASS') == 3
+
+
+def test_comparison_of_two_runs(runs: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "cmp.html"
+    proc = run_cli(["report", str(runs["a"]), str(runs["b"]), "--out", str(out)], cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stderr.split())
+    assert "B does better on 1 and worse on 0" in text
+    assert "p = 1" in text and "not significant" in text and "Small sample" in text
+    page = out.read_text(encoding="utf-8")
+    assert (tmp_path / "cmp.png").is_file()
+    assert "66.7%" in page and "100.0%" in page  # after repair: A 2/3, B 3/3
+    assert f"Tasks B solves and A does not (1)</h2><p>{TINY_TASK_IDS[2]}</p>" in page
+    assert "Tasks A solves and B does not (0)" in page
+
+
+def test_mcnemar_exact_values() -> None:
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(7, 0) == pytest.approx(2 / 2**7)
+    assert mcnemar_exact(0, 7) == mcnemar_exact(7, 0)
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 2**12)
+    assert mcnemar_exact(5, 5) == 1.0
+    assert mcnemar_exact(1, 0) == 1.0
+
+
+def test_paired_bootstrap_interval() -> None:
+    a = [0.0] * 50 + [1.0] * 50
+    assert paired_bootstrap(a, a) == (0.0, 0.0)
+    b = [1.0] * 100
+    lo, hi = paired_bootstrap(a, b)
+    assert lo <= 0.5 <= hi and lo > 0.35 and hi < 0.65  # mean difference 0.5, n = 100
+    assert paired_bootstrap(a, b) == (lo, hi)  # seeded: the report does not change between views
+
+
+def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def run(*args: str) -> tuple[int, str]:
+        code = main(["report", *args])
+        return code, " ".join(capsys.readouterr().err.split())
+
+    code, err = run(str(tmp_path / "missing.json"))
+    assert code == 2 and "results file not found" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    code, err = run(str(bad))
+    assert code == 2 and "not a results file" in err
+    code, err = run(str(bad), str(bad), str(bad))
+    assert code == 2 and "one results file, or two" in err
+
+
+def test_solved_turn_ignores_repeats_of_the_final_code() -> None:
+    record = TaskRecord(
+        task_id="t", entry_point="f", bug_type="", failure_symptoms="", passed=True, passed_first=False,
+        iterations=4, executions=2, stop_reason="stopped_calling", tool_mode="native", first_code="a",
+        final_code="b", score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0,
+        attempts=[
+            {"turn": 0, "outcome": "failed", "code": "a"},
+            {"turn": 1, "outcome": "failed", "code": "b"},
+            {"turn": 2, "outcome": "repeat", "code": "b"},
+            {"turn": 3, "outcome": "no_code", "code": None},
+        ],
+    )
+    assert solved_turn(record) == 1

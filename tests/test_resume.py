@@ -1,0 +1,157 @@
+"""--resume: an interrupted run continues where it stopped and ends with the same records as a
+run that was never interrupted; a torn last line is tolerated; other options are refused."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from src.config import RunConfig
+from src.dataset import Task
+from src.errors import UserError
+from src.records import read_stream
+from src.runner import run_eval
+
+from .conftest import CLI, KEYS_ENV, clean_env, entry_point_of, results_of, run_cli, stream_records
+from .scripted_server import Recorded, Response, ScriptedServer, error, tool_call
+
+TASK_COUNT = 5
+COMPARED = ("task_id", "passed", "passed_first", "first_code", "final_code", "iterations", "executions", "stop_reason")
+
+
+def fixed_answers(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
+    """Deterministic per task: even task numbers get the fix, odd ones their buggy code (which fails)."""
+
+    def handler(rec: Recorded) -> Response:
+        task = tasks[entry_point_of(rec)]
+        number = int(task.task_id.split("/")[1])
+        return tool_call(task.canonical_code if number % 2 == 0 else task.buggy_code)  # type: ignore[arg-type]
+
+    return handler
+
+
+def compared(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [tuple(r[k] for k in COMPARED) for r in records]
+
+
+def test_interrupted_cli_run_resumes_to_the_same_records(
+    tmp_path: Path, dataset_path: Path, all_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+) -> None:
+    task_ids = [f"Python/{i}" for i in range(TASK_COUNT)]
+    tasks = {all_tasks[t].entry_point: all_tasks[t] for t in task_ids}
+    handler = fixed_answers(tasks)
+
+    with ScriptedServer(handler) as server:
+        baseline = run_eval(make_config(server, dataset_path, task_ids=tuple(task_ids), max_iters=1, workers=2, out=tmp_path / "baseline.json"))
+    assert baseline.status == "complete" and len(baseline.records) == TASK_COUNT
+    expected = compared([r.to_dict() for r in baseline.records])
+
+    out = tmp_path / "interrupted.json"
+    stream = out.with_suffix(".jsonl")
+    # Slow replies, so the run is still going when it is interrupted.
+    with ScriptedServer(handler, latency_s=0.15) as server:
+        common = ["--model", "scripted-model", "--base-url", server.base_url, "--dataset-path", str(dataset_path), "--max-iters", "1"]
+        proc = subprocess.Popen(
+            [sys.executable, str(CLI), *common, "--limit", str(TASK_COUNT), "--out", str(out)],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:
+                if stream.is_file() and len(stream_records(stream)) >= 2:
+                    break
+                time.sleep(0.05)
+            assert proc.poll() is None, f"the run ended before it could be interrupted: {proc.communicate()}"
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 130, stderr
+        assert "--resume" in stderr
+        before = stream_records(stream)
+        assert 2 <= len(before) < TASK_COUNT
+        interrupted = results_of(out)
+        assert interrupted["status"] == "interrupted"
+        # A signal landing between the stream write and the in-memory update can leave the last
+        # streamed task out of the interrupted results file; the stream is what --resume trusts.
+        kept = [t["task_id"] for t in interrupted["tasks"]]
+        assert set(kept) <= {r["task_id"] for r in before} and len(kept) >= len(before) - 1
+        finished_before = {all_tasks[r["task_id"]].entry_point for r in before}
+
+        # A crash mid-write leaves half a line at the end of the stream.
+        with stream.open("a", encoding="utf-8") as fh:
+            fh.write('{"type": "task", "record": {"task_id": "Python/5", "pass')
+        server.requests.clear()
+        resumed = run_cli([*common, "--resume", str(stream)], cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        asked_again = {entry_point_of(r) for r in server.chat_requests()}
+
+    assert asked_again and not (asked_again & finished_before)  # finished tasks were not run again
+    final = results_of(out)
+    assert final["status"] == "complete"
+    assert compared(final["tasks"]) == expected
+    assert compared(stream_records(stream)[: len(before)]) == compared(before)
+    assert sorted(r["task_id"] for r in stream_records(stream)) == sorted(task_ids)  # the torn line is gone
+    assert final["summary"]["passed"] == baseline.summary.passed == 3
+
+    # Other options than the interrupted run's: refused, naming the option.
+    other = run_cli([*common[:-1], "2", "--resume", str(stream)], cwd=tmp_path)
+    assert other.returncode == 2
+    [line] = [l for l in other.stderr.splitlines() if "error:" in l]
+    assert "--max-iters" in line and "differs" in line
+
+
+def test_resume_reruns_tasks_that_ended_in_an_infrastructure_error(
+    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+) -> None:
+    monkeypatch.setenv(KEYS_ENV, "sk-test-resume-0001")
+    good = lambda rec: tool_call(tiny_tasks[entry_point_of(rec)].canonical_code or "")  # noqa: E731
+
+    def flaky(rec: Recorded) -> Response:
+        return error(502, "bad gateway") if entry_point_of(rec) == "truncate_number" else good(rec)
+
+    with ScriptedServer(flaky) as server:
+        first = run_eval(make_config(server, tiny_dataset))
+    assert [r.error is not None for r in first.records] == [False, True, False]
+
+    with ScriptedServer(good) as server:
+        second = run_eval(make_config(server, tiny_dataset, resume=first.stream_path))
+        assert [entry_point_of(r) for r in server.chat_requests()] == ["truncate_number"]
+    assert second.status == "complete"
+    assert [(r.task_id, r.passed, r.error) for r in second.records] == [
+        ("Python/0", True, None), ("Python/2", True, None), ("Python/3", True, None)
+    ]
+    _, records = read_stream(first.stream_path)
+    assert len(records) == 3 and all(r.error is None for r in records)  # the rerun replaced the errored record
+
+
+def test_resume_of_a_missing_or_foreign_stream_is_a_clear_error(tmp_path: Path, dataset_path: Path) -> None:
+    with pytest.raises(UserError, match="file not found"):
+        read_stream(tmp_path / "none.jsonl")
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text(json.dumps({"type": "config", "config": {}}) + "\n" + json.dumps({"type": "task", "record": {"x": 1}}) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match=rf"{foreign}:2: not a task record"):
+        read_stream(foreign)
+    foreign.write_text("[1, 2]\n", encoding="utf-8")
+    with pytest.raises(UserError, match=rf"{foreign}:1: expected a JSON object"):
+        read_stream(foreign)
+    foreign.write_text('{"type": "config", "config": {}}\nnot json\n{"type": "task"}\n', encoding="utf-8")
+    with pytest.raises(UserError, match=rf"{foreign}:2: not valid JSON; the stream is damaged"):
+        read_stream(foreign)
+    # Through the command line: exit 2 and one line, no traceback.
+    foreign.write_text(json.dumps({"type": "task", "record": {}}) + "\n", encoding="utf-8")
+    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--resume", str(foreign)], cwd=tmp_path)
+    assert proc.returncode == 2 and "no config line" in proc.stderr
+    assert "Traceback" not in proc.stderr
