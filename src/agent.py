@@ -144,6 +144,8 @@ def repair(
     # and the unchanged prefix (system + task) stays in the server's prompt cache.
     last_exchange: list[dict[str, Any]] = []
     tried: dict[str, str] = {}  # fingerprint -> what its run returned
+    if not mode.native and settings.max_iters > 0 and tests is not None:
+        _show_current_failure(task, tests, executor, messages, tried)
     repeats = 0
     budget = 1 + max(0, settings.max_iters)
     turn = 0
@@ -246,6 +248,26 @@ def repair(
         last_exchange = [{"role": "assistant", "content": shown}, {"role": "user", "content": attempt.feedback}]
     result.stop_reason = "budget"
     return result
+
+
+def _show_current_failure(
+    task: Task, tests: str, executor: Executor, messages: list[dict[str, Any]], tried: dict[str, str]
+) -> None:
+    """Text protocol: run the buggy code once and put its failure in the task prompt.
+
+    Small models otherwise tend to send the function back unchanged; a concrete failing call
+    (input, expected, got) points them at the bug. The unchanged function then counts as a
+    repeat: not run again, and the temperature rises. Needs execution, so not with --max-iters 0.
+    """
+    check = check_candidate(task.buggy_code, task.buggy_code, task.entry_point)
+    if not check.ok:
+        return
+    run = executor.run(check.code, tests)
+    if run.passed or run.status == "error":
+        return
+    failure = run.message if run.status == "failed" else f"{run.status}: {run.message}"
+    messages[1] = {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=True, current_failure=failure)}
+    tried[check.fingerprint] = prompts.UNCHANGED
 
 
 def dumps_messages(messages: list[dict[str, Any]]) -> str:

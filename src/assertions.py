@@ -102,11 +102,11 @@ class Honesty:
                 old = known[1]
                 changed = sorted(k for k in set(old) | set(entries) if old.get(k) is not entries.get(k))
                 if changed:
-                    return f"the class `{base.__qualname__}` had {', '.join(changed[:3])} replaced by the code under test"
+                    return f"the class `{base.__name__}` had {', '.join(changed[:3])} replaced by the code under test"
             elif entries and not self._from_library(base):
                 what = "a subclass of a builtin type" if any(not b.__flags__ & HEAPTYPE for b in base.__mro__[1:-1]) else "a class"
                 return (
-                    f"an instance of `{base.__qualname__}`, {what} defined by the code under test with its own "
+                    f"an instance of `{base.__name__}`, {what} defined by the code under test with its own "
                     f"{', '.join(sorted(entries)[:3])}; return plain values (int, float, str, list, dict, ...)"
                 )
         return None

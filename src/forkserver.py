@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -45,7 +46,7 @@ from .executor import (
     verdict,
 )
 from .jail import JAIL_WORK, Jail
-from .sandbox_runner import HEADER
+from .sandbox_runner import HEADER, kill_descendants
 
 START_TIMEOUT_S = 60.0  # a cold start on a busy machine: interpreter, numpy, bwrap
 GRACE_S = 3.0  # beyond the time limit, before the harness gives up on the server itself
@@ -61,6 +62,7 @@ class _Server:
     base: str | None  # the host work dir (not under bwrap)
     buffer: bytearray = field(default_factory=bytearray)
     dead: bool = False
+    child: int | None = None  # the pid of the run in progress (meaningful without a PID namespace)
 
     def alive(self) -> bool:
         return not self.dead and self.proc.poll() is None
@@ -110,15 +112,19 @@ class _Server:
         return True
 
     def take_message(self) -> dict[str, Any] | None:
-        """A complete reply from `buffer`, if one has arrived."""
-        if len(self.buffer) < HEADER.size:
-            return None
-        (length,) = HEADER.unpack(self.buffer[: HEADER.size])
-        if len(self.buffer) < HEADER.size + length:
-            return None
-        data = bytes(self.buffer[HEADER.size : HEADER.size + length])
-        del self.buffer[: HEADER.size + length]
-        return json.loads(data)
+        """A complete reply from `buffer`, if one has arrived ("started" notes are kept aside)."""
+        while len(self.buffer) >= HEADER.size:
+            (length,) = HEADER.unpack(self.buffer[: HEADER.size])
+            if len(self.buffer) < HEADER.size + length:
+                return None
+            data = bytes(self.buffer[HEADER.size : HEADER.size + length])
+            del self.buffer[: HEADER.size + length]
+            message = json.loads(data)
+            if "started" in message:
+                self.child = int(message["started"])
+                continue
+            return message
+        return None
 
     def read_message(self, deadline: float) -> dict[str, Any] | None:
         """Block until a reply, EOF (None) or the deadline (None)."""
@@ -138,6 +144,20 @@ class _Server:
                 self.dead = True
                 return None
             self.buffer.extend(chunk)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid`, its process group and its descendants (found through /proc)."""
+    try:
+        os.kill(pid, signal.SIGSTOP)  # no more forks while its descendants are collected
+    except (ProcessLookupError, PermissionError):
+        return
+    kill_descendants(pid, reap_children=False)
+    kill_group(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class ForkServerExecutor:
@@ -233,6 +253,7 @@ class ForkServerExecutor:
         ).encode()
         out_r, out_w = os.pipe()
         result_r, result_w = os.pipe()
+        server.child = None
         start = time.monotonic()
         try:
             try:
@@ -263,7 +284,10 @@ class ForkServerExecutor:
         duration = time.monotonic() - start
         if reply is None:
             # No answer: the server died (a candidate killed it under the rlimits-only jail) or
-            # hung. Either way it is replaced before the next run.
+            # hung. Either way it is replaced before the next run; without a PID namespace to take
+            # them along, the child and what it started are killed here.
+            if self.jail.level == "none" and server.child is not None:
+                kill_tree(server.child)
             self._stop_server()
             status, message = verdict(bytes(sink.result), nonce, None)
             if status != "passed":

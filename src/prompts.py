@@ -93,13 +93,15 @@ def system_prompt(text_protocol: bool) -> str:
     return TEXT_SYSTEM_PROMPT if text_protocol else SYSTEM_PROMPT
 
 
-def task_prompt(task: Task, feedback_test: str | None, text_protocol: bool = False) -> str:
+def task_prompt(task: Task, feedback_test: str | None, text_protocol: bool = False, current_failure: str = "") -> str:
     parts = [f"Fix the bug in `{task.entry_point}`."]
     if task.docstring:
         parts += ["", "What it should do:", task.docstring.strip()]
     parts += ["", "```python", task.buggy_code.strip(), "```"]
     if feedback_test:
         parts += ["", "Tests:" if text_protocol else "It must pass these tests:", "```python", _tests_text(feedback_test), "```"]
+    if current_failure:
+        parts += ["", "Run as it is now, the function fails:", current_failure.strip()]
     if text_protocol:
         parts += ["", f"Reply with the complete fixed `{task.entry_point}` in one ```python block."]
     else:
@@ -136,7 +138,13 @@ def retry_text(result: str, entry_point: str, text_protocol: bool) -> str:
     )
 
 
+# What a repeat of the untouched function "returned" (see agent._show_current_failure).
+UNCHANGED = "This is the original function, unchanged, so it still fails the same test."
+
+
 def repeat_text(previous_result: str = "") -> str:
+    if previous_result == UNCHANGED:
+        return UNCHANGED + " It was not run again. Find the bug and change the code."
     text = (
         "You already tried exactly this code (ignoring comments and formatting) and it failed. "
         "It was not run again. Try a different fix: look again at the failing test."

@@ -611,6 +611,9 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
                 _child(env, request, compiled, out_fd, result_fd, workdir)
             for fd in fds:
                 os.close(fd)
+            # The child's pid, for a harness that must clean up after a server that died (one
+            # a candidate killed: under the rlimits-only jail the server is killable).
+            _send(sock, {"started": pid})
             status, timed_out = _wait(pid, float(request["timeout_s"]))
         except OSError as exc:
             for fd in fds:

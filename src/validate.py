@@ -191,7 +191,7 @@ def validate_file(path: Path, sandbox: str = "auto", limits: Limits | None = Non
 
 
 def _add(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", type=Path, help="a .jsonl/.json/.parquet dataset (schema: see `python -m src validate-dataset --help`)")
+    p.add_argument("file", type=Path, help="a .jsonl/.json/.parquet dataset (the schema is below)")
     p.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where the code runs (default: the strongest that works here)")
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="rows checked in parallel")

@@ -66,15 +66,22 @@ HOLDER = """\
 import sys, time
 from src.local_model import embedded_server
 from src.presets import load_presets
-with embedded_server(load_presets()["local"], None) as served:
-    print(served.pid, served.base_url, served.model, flush=True)
+try:
+    with embedded_server(load_presets()["local"], None) as served:
+        print(served.pid, served.base_url, served.model, flush=True)
+        if sys.argv[1] == "crash":
+            raise RuntimeError("boom")
+        time.sleep(600)
+except (KeyboardInterrupt, RuntimeError) as exc:
+    # Unwound but still alive: whatever stopped the server was the context manager, not our exit.
+    print("unwound", type(exc).__name__, flush=True)
     time.sleep(600)
 """
 
 
-def start_holder(tag: str) -> tuple[subprocess.Popen[str], int, str]:
+def start_holder(tag: str, how: str = "wait") -> tuple[subprocess.Popen[str], int, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, how], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -83,25 +90,54 @@ def start_holder(tag: str) -> tuple[subprocess.Popen[str], int, str]:
         pytest.fail(f"the holder did not start the server: {proc.stderr.read() if proc.stderr else ''}")
     pid_text, base_url, model = line.split()
     assert model == "qwen2.5-coder-0.5b-instruct"
-    with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
-        ids = [m["id"] for m in json.loads(response.read())["data"]]
-    assert ids == [model]
+    if how == "wait":
+        with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
+            ids = [m["id"] for m in json.loads(response.read())["data"]]
+        assert ids == [model]
     return proc, int(pid_text), base_url
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
-def test_the_server_does_not_outlive_its_parent(sig: signal.Signals) -> None:
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "crash"])
+def test_ctrl_c_sigterm_or_a_crash_stop_the_server_and_its_group(how: str) -> None:
+    tag = uuid.uuid4().hex
+    proc, server_pid, _ = start_holder(tag, "crash" if how == "crash" else "wait")
+    try:
+        if how != "crash":
+            assert server_pid in tagged_pids(tag)
+            proc.send_signal(getattr(signal, how))
+        assert proc.stdout is not None
+        expected = "RuntimeError" if how == "crash" else "KeyboardInterrupt"
+        assert proc.stdout.readline().split() == ["unwound", expected]
+        assert proc.poll() is None  # the holder lives on, so its death did not do the stopping
+        assert wait_gone_except(tag, proc.pid) == [], "the server outlived the context manager"
+    finally:
+        proc.kill()
+        proc.wait()
+        for pid in tagged_pids(tag):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_server_dies_with_a_killed_parent() -> None:
+    """SIGKILL runs no cleanup in the parent; the server's parent-death signal stops it."""
     tag = uuid.uuid4().hex
     proc, server_pid, _ = start_holder(tag)
     try:
         assert server_pid in tagged_pids(tag)
-        proc.send_signal(sig)
+        proc.kill()
         proc.wait(timeout=30)
-        left = wait_gone(tag)
-        assert left == [], f"processes left after {sig.name}: {left}"
+        assert wait_gone(tag) == []
     finally:
         for pid in tagged_pids(tag):
             os.kill(pid, signal.SIGKILL)
+
+
+def wait_gone_except(tag: str, keep: int, timeout_s: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = [pid for pid in tagged_pids(tag) if pid != keep]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def test_a_server_that_dies_at_start_is_reported_with_its_log_and_reaped(tmp_path: Path) -> None:

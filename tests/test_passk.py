@@ -14,7 +14,9 @@ from src.passk import counts_by_task, mean_pass_at_k, pass_at_k, pass_at_ks
 from src.records import TaskRecord
 from src.results import summarize
 
-from .conftest import KEYS_ENV, TINY_TASK_IDS, clean_env, results_of, run_cli
+from src.cli import main
+
+from .conftest import KEYS_ENV, TINY_TASK_IDS, results_of
 from .oracle_handlers import Lookup, model_turn
 from .scripted_server import Recorded, Response, ScriptedServer, tool_call
 
@@ -85,7 +87,9 @@ def test_summary_keeps_its_fields_and_adds_pass_at_k() -> None:
     assert single.samples == 1 and single.pass_at_k_final == {"1": 1.0}
 
 
-def test_samples_through_the_real_pipeline(tmp_path: Path, tiny_dataset: Path, all_tasks: dict) -> None:
+def test_samples_through_the_real_pipeline(
+    tmp_path: Path, tiny_dataset: Path, all_tasks: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--samples 3: each task's conversations are fixed on a set schedule; pass@k must follow it."""
     tasks = [all_tasks[t] for t in TINY_TASK_IDS]
     lookup = Lookup.of(tasks)
@@ -101,19 +105,21 @@ def test_samples_through_the_real_pipeline(tmp_path: Path, tiny_dataset: Path, a
         return tool_call(task.canonical_code if schedule[task.task_id][index] else task.buggy_code)
 
     out = tmp_path / "samples.json"
+    monkeypatch.setenv(KEYS_ENV, "sk-scripted")
+    monkeypatch.setenv("COLUMNS", "200")  # the summary table on one line per row
+    monkeypatch.chdir(tmp_path)  # no stray .env
     with ScriptedServer(handle) as server:
-        proc = run_cli(
+        code = main(
             ["--model", "scripted-model", "--base-url", server.base_url, "--api-key-env", KEYS_ENV,
-             "--dataset-path", str(tiny_dataset), "--samples", "3", "--temperatures", "0.8", "--max-iters", "0", "--out", str(out)],
-            cwd=tmp_path, env=clean_env(**{KEYS_ENV: "sk-scripted"}),
+             "--dataset-path", str(tiny_dataset), "--samples", "3", "--temperatures", "0.8", "--max-iters", "0", "--out", str(out)]
         )
-    assert proc.returncode == 0, proc.stderr
+    assert code == 0
     summary = results_of(out)["summary"]
     assert summary["samples"] == 3 and summary["tasks"] == 9 and summary["passed"] == 4
     expected = {str(k): round((float(exact(3, 1, k)) + 0.0 + 1.0) / 3, 4) for k in (1, 2, 3)}
     assert summary["pass_at_k_final"] == expected
     assert summary["pass_at_k_first"] == expected  # one turn: first attempt = final
-    table = " ".join(proc.stderr.split())
+    table = " ".join(capsys.readouterr().err.split())
     assert "3 independent repair runs per task" in table
     assert f"pass@2 {100 * expected['2']:.1f}%" in table
     records = json.loads(out.read_text())["tasks"]

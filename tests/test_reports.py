@@ -160,11 +160,10 @@ def test_report_of_an_oracle_run_has_no_tokens_and_no_cost(runs: dict[str, Any],
     assert page.count('class="pass">PASS') == 3
 
 
-def test_comparison_of_two_runs(runs: dict[str, Any], tmp_path: Path) -> None:
+def test_comparison_of_two_runs(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cmp.html"
-    proc = run_cli(["report", str(runs["a"]), str(runs["b"]), "--out", str(out)], cwd=tmp_path, env=clean_env())
-    assert proc.returncode == 0, proc.stderr
-    text = " ".join(proc.stderr.split())
+    assert main(["report", str(runs["a"]), str(runs["b"]), "--out", str(out)]) == 0
+    text = " ".join(capsys.readouterr().err.split())
     assert "B does better on 1 and worse on 0" in text
     assert "p = 1" in text and "not significant" in text and "Small sample" in text
     page = out.read_text(encoding="utf-8")
