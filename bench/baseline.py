@@ -9,15 +9,18 @@ Agent: the repair loop (`--max-iters`, default 5) with the preset's prompts and 
     python bench/baseline.py --tasks Python/3,Python/11 --out /tmp/bench.json
 
 Prints both pass rates and their ratio (agent final / baseline). `--agent-results FILE` takes the
-agent's side from a finished results file of the same model instead of running it again (its
-tasks must cover the selected ones).
+agent's side from a results file (or the .jsonl stream of a run in progress) of the same model
+instead of running it again; with a .jsonl stream the baseline waits for tasks the run has not
+finished yet (stop with Ctrl-C: the summary covers the tasks both sides finished).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,19 +30,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from src import dataset as ds  # noqa: E402
 from src.agent import AgentSettings, ToolMode  # noqa: E402
-from src.client import ChatModel, ChatRequest  # noqa: E402
+from src.client import ChatModel, ChatRequest, RetryPolicy  # noqa: E402
 from src.codecheck import check_candidate  # noqa: E402
 from src.errors import ModelCallError, UserError  # noqa: E402
 from src.executor import Executor, Limits  # noqa: E402
 from src.presets import load_presets, resolve  # noqa: E402
 from src.providers import open_endpoint  # noqa: E402
-from src.client import RetryPolicy  # noqa: E402
 from src.runner import run_task  # noqa: E402
 from src.sandbox import build_executor  # noqa: E402
 from src.scorer import score_code  # noqa: E402
 from src.toolcalls import extract_calls, first_usable  # noqa: E402
 
 BASELINE_MAX_TOKENS = 768
+LIVE_POLL_S = 30.0
 
 
 @dataclass
@@ -48,6 +51,8 @@ class Row:
     baseline_passed: bool
     baseline_s: float
     baseline_tokens_out: int
+    baseline_raw_passed: bool = False  # the extracted block scored as written, without cleaning
+    baseline_reply: str = ""
     agent_passed: bool | None = None
     agent_passed_first: bool | None = None
     agent_iterations: int | None = None
@@ -58,7 +63,7 @@ def baseline_prompt(task: ds.Task) -> str:
     return f"Fix bugs in {task.entry_point}.\n\n```python\n{task.buggy_code.strip()}\n```\n\n```python\n{task.test.strip()}\n```"
 
 
-def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[bool, float, int]:
+def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[bool, bool, float, int, str]:
     start = time.monotonic()
     reply = model.chat(
         ChatRequest(
@@ -69,19 +74,31 @@ def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[b
         )
     )
     call = first_usable(extract_calls(reply.content, [], task.entry_point))
-    code = call.code if call is not None else None
-    if code is not None:
-        check = check_candidate(code, task.buggy_code, task.entry_point)
-        code = check.code  # cleaned as the agent's candidates are (test scaffolding dropped, helpers restored)
+    raw = call.code if call is not None else None
+    code = raw
+    if raw is not None:
+        code = check_candidate(raw, task.buggy_code, task.entry_point).code  # cleaned as the agent's candidates are
     passed = score_code(code, task, executor).passed
-    return passed, round(time.monotonic() - start, 2), reply.usage.completion_tokens
+    # Also as written: models paste rewritten tests next to the fix, which then fail on their own.
+    passed_raw = passed if raw == code else score_code(raw, task, executor).passed
+    return passed, passed_raw, round(time.monotonic() - start, 2), reply.usage.completion_tokens, reply.content
 
 
 def agent_rows_from(path: Path, model_id: str) -> dict[str, dict[str, Any]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data["config"]["model"] != model_id:
-        raise UserError(f"--agent-results {path}: model {data['config']['model']!r}, but the baseline runs {model_id!r}")
-    return {r["task_id"]: r for r in data["tasks"] if r.get("sample", 0) == 0}
+    """Records of a results file (.json) or of a run's stream (.jsonl, read only: it may be live)."""
+    try:
+        if path.suffix == ".jsonl":
+            lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip().endswith("}")]
+            config = next(d["config"] for d in lines if d.get("type") == "config")
+            records = [d["record"] for d in lines if d.get("type") == "task"]
+        else:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            config, records = data["config"], data["tasks"]
+    except (OSError, ValueError, KeyError, StopIteration) as exc:
+        raise UserError(f"--agent-results {path}: not a results file or stream ({type(exc).__name__}: {exc})") from None
+    if config["model"] != model_id:
+        raise UserError(f"--agent-results {path}: model {config['model']!r}, but the baseline runs {model_id!r}")
+    return {r["task_id"]: r for r in records if r.get("sample", 0) == 0 and not r.get("error")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent-results", type=Path, help="take the agent's side from this results file")
     p.add_argument("--out", type=Path, help="write per-task rows and the summary as JSON")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # a `kill` ends it like Ctrl-C: with the summary
     try:
         return _run(args)
     except UserError as exc:
@@ -102,12 +120,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(args: argparse.Namespace) -> int:
     data = ds.load(ds.resolve_path(args.dataset_path))
     tasks = ds.select(data.tasks, [t.strip() for t in args.tasks.split(",")] if args.tasks else None, args.limit)
     preset = resolve(args.model, presets=load_presets())
     agent_from_file = agent_rows_from(args.agent_results, preset.model) if args.agent_results else None
-    if agent_from_file is not None:
+    live = args.agent_results is not None and args.agent_results.suffix == ".jsonl"
+    if agent_from_file is not None and not live:
         missing = [t.task_id for t in tasks if t.task_id not in agent_from_file]
         if missing:
             raise UserError(f"--agent-results {args.agent_results}: no record for {', '.join(missing[:5])}")
@@ -120,18 +143,23 @@ def _run(args: argparse.Namespace) -> int:
                 max_iters=args.max_iters, temperatures=endpoint.preset.temperatures, max_tokens=endpoint.preset.max_tokens
             )
             mode = ToolMode(endpoint.preset.native_tools)
-            import threading
-
-            stop = threading.Event()
+            stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
             for i, task in enumerate(tasks, 1):
+                rec: dict[str, Any] | None = None
+                if agent_from_file is not None:
+                    while live and task.task_id not in agent_from_file:
+                        # A run in progress: wait until it has finished this task.
+                        print(f"{task.task_id}: waiting for the agent run to finish it", file=sys.stderr, flush=True)
+                        time.sleep(LIVE_POLL_S)
+                        agent_from_file = agent_rows_from(args.agent_results, preset.model)
+                    rec = agent_from_file[task.task_id]
                 try:
-                    passed, seconds, tokens = run_baseline(task, endpoint.model, executor)
+                    passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor)
                 except ModelCallError as exc:
                     print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
-                    passed, seconds, tokens = False, 0.0, 0
-                row = Row(task.task_id, passed, seconds, tokens)
-                if agent_from_file is not None:
-                    rec = agent_from_file[task.task_id]
+                    passed, passed_raw, seconds, tokens, reply = False, False, 0.0, 0, ""
+                row = Row(task.task_id, passed, seconds, tokens, passed_raw, reply)
+                if rec is not None:
                     row.agent_passed, row.agent_passed_first = rec["passed"], rec["passed_first"]
                     row.agent_iterations, row.agent_s = rec["iterations"], rec["wall_s"]
                 else:
@@ -139,6 +167,8 @@ def _run(args: argparse.Namespace) -> int:
                     row.agent_passed, row.agent_passed_first = record.passed, record.passed_first
                     row.agent_iterations, row.agent_s = record.iterations, record.wall_s
                 rows.append(row)
+                if args.out:
+                    write_out(args.out, summarize(rows, preset.model, args, time.monotonic() - started), rows)
                 print(
                     f"[{i}/{len(tasks)}] {task.task_id:12} baseline {'PASS' if row.baseline_passed else 'fail'} ({row.baseline_s:.0f}s)"
                     f"  agent {'PASS' if row.agent_passed else 'fail'} ({row.agent_iterations} turns, {row.agent_s or 0:.0f}s)",
@@ -151,25 +181,35 @@ def _run(args: argparse.Namespace) -> int:
     summary = summarize(rows, preset.model, args, time.monotonic() - started)
     print_summary(summary)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+        write_out(args.out, summary, rows)
     return 0
+
+
+def write_out(path: Path, summary: dict[str, Any], rows: list[Row]) -> None:
+    """Rewritten after every task, so a stopped run still leaves its rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+    tmp.replace(path)
 
 
 def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: float) -> dict[str, Any]:
     n = len(rows)
     base = sum(r.baseline_passed for r in rows)
+    raw = sum(r.baseline_raw_passed for r in rows)
     final = sum(bool(r.agent_passed) for r in rows)
     first = sum(bool(r.agent_passed_first) for r in rows)
     return {
         "model": model,
         "tasks": n,
         "baseline_passed": base,
+        "baseline_raw_passed": raw,
         "agent_passed_first": first,
         "agent_passed": final,
         "baseline_rate": round(base / n, 4) if n else 0.0,
         "agent_rate": round(final / n, 4) if n else 0.0,
         "ratio": round(final / base, 2) if base else None,
+        "ratio_vs_raw": round(final / raw, 2) if raw else None,
         "baseline_s_per_task": round(sum(r.baseline_s for r in rows) / n, 1) if n else 0.0,
         "agent_s_per_task": round(sum(r.agent_s or 0 for r in rows) / n, 1) if n else 0.0,
         "agent_max_iters": args.max_iters,
@@ -183,10 +223,13 @@ def print_summary(s: dict[str, Any]) -> None:
     print()
     print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']})")
     print(f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task")
+    print(f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)")
     print(f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%")
     print(f"  agent, final:                             {s['agent_passed']:3}/{s['tasks']} = {100 * s['agent_passed'] / n:5.1f}%   {s['agent_s_per_task']} s/task")
     ratio = s["ratio"]
     print(f"  ratio agent final / baseline: {ratio if ratio is not None else 'n/a (baseline passed none)'}" + ("x" if ratio is not None else ""))
+    if s["ratio_vs_raw"] is not None:
+        print(f"  ratio agent final / baseline scored as written: {s['ratio_vs_raw']}x")
 
 
 if __name__ == "__main__":

@@ -170,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="eval_humanevalfix.py",
         description="Repair buggy Python functions with an LLM agent and measure it on HumanEvalFix. "
         "Without a subcommand, runs the benchmark (`eval`).",
-        epilog="Keys go in .env (see .env.example). Example: python eval_humanevalfix.py --limit 10",
+        epilog="The benchmark's options: `eval_humanevalfix.py eval --help`; each command has its own --help. "
+        "Keys go in .env (see .env.example). Example: python eval_humanevalfix.py --limit 10",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")

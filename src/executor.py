@@ -97,7 +97,7 @@ def child_env() -> dict[str, str]:
     }
 
 
-def describe(kind: str, jail: Jail, mode: str, warm: bool) -> str:
+def describe(jail: Jail, mode: str, warm: bool) -> str:
     how = "warm fork server" if warm else "fresh interpreter per run"
     if mode == "restricted":
         return f"RestrictedPython (a language restriction, not an OS sandbox) inside {jail.description}; {how}"
@@ -174,14 +174,15 @@ def drain(sink: OutputSink, fds: dict[int, Any], deadline: float, stop: Any = No
     """Read `fds` into `sink` until all reach EOF, `stop()` is true, or the deadline passes.
 
     `fds` maps each fd to "out", "result", or a callable that reads it itself and returns False
-    at EOF. Returns True when the deadline passed first. The fds are closed by the caller.
+    at EOF; `stop` gets the fds not yet at EOF. Returns True when the deadline passed first.
+    The fds are closed by the caller.
     """
     sel = selectors.DefaultSelector()
     for fd, which in fds.items():
         sel.register(fd, selectors.EVENT_READ, which)
     try:
         while sel.get_map():
-            if stop is not None and stop():
+            if stop is not None and stop(set(sel.get_map())):
                 # What is already in the pipes still counts; a writer that lingers does not.
                 for key in list(sel.get_map().values()):
                     if callable(key.data):
@@ -249,7 +250,7 @@ class SubprocessExecutor:
         self.jail = jail or Jail("none", python=python)
         self.mode = mode
         self.name = name
-        self.isolation = describe(name, self.jail, mode, warm=False)
+        self.isolation = describe(self.jail, mode, warm=False)
         self.guarantees = guarantees_of(self.jail, mode)
 
     def command(self) -> list[str]:
@@ -289,7 +290,7 @@ class SubprocessExecutor:
             feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
             feeder.start()
             deadline = start + self.limits.timeout_s
-            timed_out = drain(sink, {proc.stdout.fileno(): "out", result_r: "result"}, deadline, stop=lambda: _exited_quiet(proc))
+            timed_out = drain(sink, {proc.stdout.fileno(): "out", result_r: "result"}, deadline, stop=lambda _open: _exited_quiet(proc))
             if not timed_out:
                 try:
                     proc.wait(timeout=max(0.05, deadline - time.monotonic()))

@@ -43,6 +43,7 @@ from .executor import (
     guarantees_of,
     kill_group,
     remove_tree,
+    report_line,
     verdict,
 )
 from .jail import JAIL_WORK, Jail
@@ -63,6 +64,8 @@ class _Server:
     buffer: bytearray = field(default_factory=bytearray)
     dead: bool = False
     child: int | None = None  # the pid of the run in progress (meaningful without a PID namespace)
+    child_start: int | None = None  # its start time, from /proc
+    nonce: str = ""  # of the run in progress: the server's messages carry it
 
     def alive(self) -> bool:
         return not self.dead and self.proc.poll() is None
@@ -120,8 +123,11 @@ class _Server:
             data = bytes(self.buffer[HEADER.size : HEADER.size + length])
             del self.buffer[: HEADER.size + length]
             message = json.loads(data)
+            if "nonce" in message and message["nonce"] != self.nonce:
+                continue  # the reply to a run the harness already returned (see _run)
             if "started" in message:
                 self.child = int(message["started"])
+                self.child_start = message.get("start_time")
                 continue
             return message
         return None
@@ -146,8 +152,21 @@ class _Server:
             self.buffer.extend(chunk)
 
 
-def kill_tree(pid: int) -> None:
-    """SIGKILL `pid`, its process group and its descendants (found through /proc)."""
+def start_time(pid: int) -> int | None:
+    """When `pid` started (clock ticks since boot): tells a process from a later one with its pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        return int(data[data.rfind(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_tree(pid: int, started: int | None) -> None:
+    """SIGKILL `pid` (if it is still the process that started at `started`), its process group
+    and its descendants (found through /proc)."""
+    if started is None or start_time(pid) != started:
+        return  # gone, or the pid now belongs to someone else
     try:
         os.kill(pid, signal.SIGSTOP)  # no more forks while its descendants are collected
     except (ProcessLookupError, PermissionError):
@@ -177,7 +196,7 @@ class ForkServerExecutor:
         self.jail = jail or Jail("none", python=python)
         self.mode = mode
         self.name = name
-        self.isolation = describe(name, self.jail, mode, warm=True)
+        self.isolation = describe(self.jail, mode, warm=True)
         self.guarantees = guarantees_of(self.jail, mode)
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -232,7 +251,7 @@ class ForkServerExecutor:
     # -- runs
     def run(self, code: str, test: str) -> ExecResult:
         with self._lock:
-            for attempt in (0, 1):
+            for _attempt in (0, 1):
                 if self._server is None or not self._server.alive():
                     self._stop_server()
                     problem = self._start()
@@ -253,7 +272,8 @@ class ForkServerExecutor:
         ).encode()
         out_r, out_w = os.pipe()
         result_r, result_w = os.pipe()
-        server.child = None
+        server.child = server.child_start = None
+        server.nonce = nonce
         start = time.monotonic()
         try:
             try:
@@ -269,25 +289,34 @@ class ForkServerExecutor:
             deadline = start + self.limits.timeout_s + GRACE_S
             reply: dict[str, Any] | None = None
 
-            def replied() -> bool:
-                nonlocal reply
+            def done(open_fds: set[int]) -> bool:
+                nonlocal reply, early
                 reply = reply or server.take_message()
-                return reply is not None or server.dead
+                # The child reported and closed both pipes (it has exited, and nothing it started
+                # holds them): the verdict is final. The server's clean-up of the run need not be
+                # waited for; it finishes before the server takes the next request.
+                early = out_r not in open_fds and result_r not in open_fds and report_line(bytes(sink.result), nonce) is not None
+                return reply is not None or server.dead or early
 
-            # The child's pipes and the server's socket, until the server says the run is over.
-            gave_up = drain(sink, {out_r: "out", result_r: "result", server.sock.fileno(): server.pump}, deadline, stop=replied)
-            if reply is None and not server.dead and not gave_up:
+            early = False
+            # The child's pipes and the server's socket, until the run is over.
+            gave_up = drain(sink, {out_r: "out", result_r: "result", server.sock.fileno(): server.pump}, deadline, stop=done)
+            if reply is None and not server.dead and not gave_up and not early:
                 reply = server.read_message(deadline)
         finally:
             os.close(out_r)
             os.close(result_r)
         duration = time.monotonic() - start
+        if reply is None and early and not server.dead:
+            status, message = verdict(bytes(sink.result), nonce, None)
+            output = format_output(bytes(sink.out), sink.truncated)
+            return ExecResult(status, message, output, round(duration, 4), None, exec_seconds(bytes(sink.result), nonce))
         if reply is None:
             # No answer: the server died (a candidate killed it under the rlimits-only jail) or
             # hung. Either way it is replaced before the next run; without a PID namespace to take
             # them along, the child and what it started are killed here.
             if self.jail.level == "none" and server.child is not None:
-                kill_tree(server.child)
+                kill_tree(server.child, server.child_start)
             self._stop_server()
             status, message = verdict(bytes(sink.result), nonce, None)
             if status != "passed":

@@ -9,6 +9,9 @@ strongest to weakest:
 - `unshare`: own network and PID namespaces with a fresh /proc; the file system is the host's;
 - `none`: rlimits only; the child shares the file system, network and process table of the harness.
 
+Whatever the level, the child also sets its own rlimits and drops every capability (with
+no_new_privs, so no setuid binary such as sudo gives any back) before candidate code runs.
+
 The harness code (`Jail.wrap`) runs on the host; the probes run a tiny command to see what works.
 """
 
@@ -38,8 +41,8 @@ GUARANTEES = {"bwrap": frozenset({NET, PIDS, FS}), "unshare": frozenset({NET, PI
 
 DESCRIPTIONS = {
     "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system, private tmpfs cwd and /tmp, uid 65534 without capabilities) + rlimits",
-    "unshare": "unshare (no network, own PID namespace and /proc; host file system) + rlimits",
-    "none": "rlimits only (host file system, network and process table)",
+    "unshare": "unshare (no network, own PID namespace and /proc; host file system) + rlimits, no capabilities",
+    "none": "rlimits only, no capabilities (host file system, network and process table)",
 }
 
 
@@ -76,14 +79,6 @@ class Jail:
         if self.level == "unshare":
             return unshare_argv() + ["--", *argv]
         return list(argv)
-
-    def work_dir(self, host_dir: Path | None) -> str:
-        """The candidate's work dir as seen inside: bwrap's private tmpfs, else the host dir."""
-        if self.level == "bwrap":
-            return JAIL_WORK
-        if host_dir is None:
-            raise ValueError("a host work dir is needed without bwrap")
-        return str(host_dir)
 
 
 def python_roots() -> tuple[str, ...]:
@@ -171,7 +166,7 @@ def probe(level: str, python: str = sys.executable) -> str | None:
         "assert not names, f'network interfaces visible: {names}'\n"
         "print('ok')\n"
     )
-    argv = jail.wrap([python, "-I", "-c", script], as_pid_1=True)
+    argv = jail.wrap([python, "-I", "-S", "-c", script], as_pid_1=True)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=probe_env(), cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -18,6 +18,7 @@ assertions.py and restricted.py, loaded from its own directory.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import ctypes
 import gc
@@ -313,8 +314,6 @@ class CompiledTest:
 
 def compile_test(env: Prepared, test: str) -> CompiledTest:
     """Raises SyntaxError. The fork server does this once per distinct test, before forking."""
-    import ast
-
     code, infos = env.assertions.rewrite(test)
     names: set[str] = set()
     for node in ast.walk(ast.parse(test)):
@@ -365,6 +364,8 @@ def execute(env: Prepared, code: str, test: str, compiled: CompiledTest | None =
             compiled = compile_test(env, test)
         except SyntaxError as exc:
             return {"status": "error", "message": f"SyntaxError in test line {exc.lineno}: {exc.msg}"}
+        except Exception as exc:  # null bytes, nesting too deep: the test, not the candidate
+            return {"status": "error", "message": f"the test cannot be compiled: {type(exc).__name__}: {exc}"}
     recorder = assertions.Recorder(env.honesty, compiled.infos)
     try:
         exec(compiled_code, namespace)
@@ -463,9 +464,17 @@ def _recv_request(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(_recv_exact(sock, length)), list(fds)
 
 
-def _child(env: Prepared, request: dict[str, Any], compiled: CompiledTest | None, out_fd: int, result_fd: int, workdir: str) -> None:
-    """The forked child: never returns."""
-    report_fd = result_fd
+HARNESS_GONE = 3  # a standby child's exit status when the harness closed the socket
+
+
+def _standby(env: Prepared, sock: socket.socket, note_fd: int, workdir: str, tests: dict[str, CompiledTest | None]) -> None:
+    """A child forked ahead of its run: it takes the next request itself. Never returns.
+
+    Everything that does not depend on the request is done before it arrives, so a run costs
+    neither a fork nor this set-up: a session of its own, signals, stdin.
+    """
+    report_fd, nonce = -1, ""
+    outcome: dict[str, Any]
     try:
         os.setsid()  # its own process group and session, killed as a whole
         prctl(PR_SET_DUMPABLE, 1)  # the server is not dumpable (so not traceable); the child may be
@@ -473,20 +482,46 @@ def _child(env: Prepared, request: dict[str, Any], compiled: CompiledTest | None
             signal.signal(sig, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        os.close(null)
+        try:
+            request, fds = _recv_request(sock)
+        except (EOFError, ConnectionError, OSError):
+            os._exit(HARNESS_GONE)
+        nonce = str(request["nonce"])
+        test = str(request.get("test", ""))
+        # For the server: the run started (its clock), and the test, to compile it for later runs.
+        note = json.dumps({"nonce": nonce, "timeout_s": request["timeout_s"], "test": None if test in tests else test})
+        os.write(note_fd, note.encode() + b"\n")
+        out_fd, result_fd = fds
+        report_fd = result_fd
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.dup2(result_fd, RESULT_FD)
         report_fd = RESULT_FD
-        os.closerange(RESULT_FD + 1, 1 << 16)  # the server's socket, the other pipes
+        os.closerange(RESULT_FD + 1, 1 << 16)  # the socket, the note pipe, the received copies
         enter(workdir, request["limits"])
-        outcome = timed_execute(env, request["code"], request["test"], compiled)
+        outcome = timed_execute(env, request["code"], test, tests.get(test))
         flush_std()
-    except BaseException as exc:  # the sandbox's own setup failed: not the candidate's doing
+    except BaseException as exc:  # the sandbox's own set-up failed: not the candidate's doing
         outcome = {"status": "error", "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"}
     try:
-        report(report_fd, request["nonce"], outcome)
+        if report_fd >= 0:
+            report(report_fd, nonce, outcome)
+            # EOF for the harness now, not after the kernel has torn down this address space.
+            for fd in (report_fd, 1, 2):
+                os.close(fd)
     finally:
         os._exit(0)
+
+
+def _start_time(pid: int) -> int | None:
+    """When `pid` started (clock ticks since boot), to tell it from a later process with its pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        return int(data[data.rfind(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _wait(pid: int, timeout: float) -> tuple[int, bool]:
@@ -578,51 +613,34 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed after the run
     prctl(PR_SET_DUMPABLE, 0)  # a candidate cannot ptrace the server to tamper with later runs
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    # What the server holds now is shared copy-on-write by every child: keep the garbage
-    # collector from walking (and so copying) it in each of them.
-    gc.freeze()
     _send(sock, {"ready": True, "pid": os.getpid()})
     me = os.getpid()
     count = 0
     tests: dict[str, CompiledTest | None] = {}  # compiled once per distinct test, most recent last
     while True:
-        try:
-            request, fds = _recv_request(sock)
-        except (EOFError, ConnectionError, OSError):
-            return
         count += 1
         workdir = os.path.join(base, f"run-{count}")
-        test = str(request.get("test", ""))
-        if test not in tests:
-            try:
-                tests[test] = compile_test(env, test)
-            except SyntaxError:
-                tests[test] = None  # the child reports it
-            if len(tests) > 256:
-                del tests[next(iter(tests))]
-        compiled = tests[test]
+        os.chmod(base, 0o700)
+        os.mkdir(workdir, 0o700)
+        note_r, note_w = os.pipe()
+        gc.freeze()  # what the server holds now is shared copy-on-write: keep gc off it
+        pid = os.fork()
+        if pid == 0:
+            os.close(note_r)
+            _standby(env, sock, note_w, workdir, tests)
+        os.close(note_w)
+        # Wait for the standby to take a request (or to exit: the harness is gone).
+        with os.fdopen(note_r, "rb") as notes:
+            line = notes.readline()
+        note = json.loads(line) if line.strip() else None
         status, timed_out, started = 0, False, time.monotonic()
         try:
-            os.chmod(base, 0o700)
-            os.mkdir(workdir, 0o700)
-            out_fd, result_fd = fds
-            pid = os.fork()
-            if pid == 0:
-                _child(env, request, compiled, out_fd, result_fd, workdir)
-            for fd in fds:
-                os.close(fd)
-            # The child's pid, for a harness that must clean up after a server that died (one
-            # a candidate killed: under the rlimits-only jail the server is killable).
-            _send(sock, {"started": pid})
-            status, timed_out = _wait(pid, float(request["timeout_s"]))
-        except OSError as exc:
-            for fd in fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            _send(sock, {"error": f"the fork server could not run the code: {exc}"})
-            continue
+            if note is not None:
+                # The child's pid, for a harness that must clean up after a server that died (one
+                # a candidate killed: under the rlimits-only jail the server is killable).
+                _send(sock, {"started": pid, "nonce": note["nonce"], "start_time": None if me == 1 else _start_time(pid)})
+            # No note: the child closed the pipe by exiting before any request came.
+            status, timed_out = _wait(pid, float(note["timeout_s"]) if note is not None else 60.0)
         finally:
             kill_descendants(me, reap_children=True)
             reap()
@@ -635,8 +653,24 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
             for shared in ("/tmp", "/dev/shm", base):
                 _wipe(shared)
             _remove_ipc()
+        if note is None:
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == HARNESS_GONE:
+                if not private:
+                    try:
+                        os.rmdir(base)  # the harness's temp dir, empty by now (it may be gone already)
+                    except OSError:
+                        pass
+                return
+            continue  # the standby died before any request: fork another
         exit_code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        _send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4)})
+        _send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4), "nonce": note["nonce"]})
+        if note.get("test") is not None and note["test"] not in tests:
+            try:
+                tests[note["test"]] = compile_test(env, note["test"])
+            except Exception:
+                tests[note["test"]] = None  # each child compiles it again and reports why it cannot
+            if len(tests) > 256:
+                del tests[next(iter(tests))]
 
 
 def main() -> None:

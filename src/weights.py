@@ -200,7 +200,16 @@ def from_hub(spec: WeightsSpec, cache: Path, environ: dict[str, str]) -> Path:
     problem = verify(path, spec)
     if problem:
         raise ConfigError(f"the downloaded file is not the expected one: {problem}")
-    return path
+    # A hard link to the verified blob under the cache name: later starts find it without the
+    # network and without hashing it again.
+    target = cache / spec.filename
+    try:
+        target.unlink(missing_ok=True)
+        os.link(path.resolve(), target)
+        _write_marker(target, spec)
+        return target
+    except OSError:
+        return path
 
 
 def _hub_reachable(environ: dict[str, str], timeout_s: float = 3.0) -> bool:

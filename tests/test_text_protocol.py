@@ -1,0 +1,125 @@
+"""The agent's policies for text-protocol endpoints (small local models), over real HTTP to the
+scripted server, with real executions against the real HumanEvalFix tests.
+
+- the task prompt shows how the untouched function fails (one execution before the first turn);
+- the untouched function sent back is a repeat: not run, the temperature rises;
+- each request holds the task and only the last exchange, the candidate as a clean code block;
+- prose instead of code does not end the repair while turns are left;
+- of several code blocks, the one defining the entry point is the candidate.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from src import prompts
+from src.agent import AgentSettings, ToolMode, repair
+from src.client import OpenAIChatModel, RetryPolicy
+from src.dataset import Task
+from src.executor import ExecResult, Limits, SubprocessExecutor
+from src.keys import KeyPool
+
+from .scripted_server import ScriptedServer, fenced, text
+
+BELOW_ZERO = "Python/3"  # buggy: `balance == 0` where `balance < 0` is meant
+
+
+class CountingExecutor:
+    name = "process"
+    isolation = "rlimits"
+
+    def __init__(self) -> None:
+        self.inner = SubprocessExecutor(Limits(timeout_s=20.0))
+        self.runs: list[str] = []
+
+    def run(self, code: str, test: str) -> ExecResult:
+        self.runs.append(code)
+        return self.inner.run(code, test)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def model_for(server: ScriptedServer) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool(["x"]),
+        retry=RetryPolicy(attempts=1, initial_s=0.01, timeout_s=10.0),
+    )
+
+
+@pytest.fixture
+def task(all_tasks: dict[str, Task]) -> Task:
+    return all_tasks[BELOW_ZERO]
+
+
+def wrong_fix(task: Task) -> str:
+    return task.buggy_code.replace("balance == 0", "balance <= 0")
+
+
+def test_the_first_prompt_shows_the_current_failure_and_the_unchanged_function_is_a_repeat(task: Task) -> None:
+    executor = CountingExecutor()
+    settings = AgentSettings(max_iters=2, temperatures=(0.0, 0.5), repeat_bump=0.2)
+    with ScriptedServer([fenced(task.buggy_code), fenced(task.canonical_code or "")]) as server:
+        result = repair(task, model_for(server), executor, settings, ToolMode(native=False))
+        first, second = server.chat_requests()
+    prompt = first.body["messages"][1]["content"]
+    assert "Run as it is now, the function fails:" in prompt
+    assert "below_zero([1, 2, -3, 1, 2, -3])" in prompt and "got:" in prompt  # a concrete failing call
+    assert "tools" not in first.body
+    assert [a.outcome for a in result.attempts] == ["repeat", "passed"]
+    assert len(executor.runs) == 2  # the buggy code once before the first turn, then the fix; not the repeat
+    assert prompts.UNCHANGED in second.body["messages"][-1]["content"]
+    assert second.body["temperature"] == pytest.approx(0.7)  # 0.5 for turn 1, +0.2 for one repeat
+    assert result.stop_reason == "passed"
+
+
+def test_with_max_iters_0_nothing_is_executed_and_the_prompt_has_no_failure(task: Task) -> None:
+    executor = CountingExecutor()
+    with ScriptedServer([fenced(task.canonical_code or "")]) as server:
+        result = repair(task, model_for(server), executor, AgentSettings(max_iters=0), ToolMode(native=False))
+        [request] = server.chat_requests()
+    assert "Run as it is now" not in request.body["messages"][1]["content"]
+    assert executor.runs == [] and [a.outcome for a in result.attempts] == ["not_run"]
+
+
+def test_each_request_holds_the_task_and_only_the_last_exchange_as_clean_code(task: Task) -> None:
+    executor = CountingExecutor()
+    wrong = wrong_fix(task)
+    other = task.buggy_code.replace("balance == 0", "balance < -1")
+    replies = [
+        fenced(wrong, prose="Let me think at length about this problem first..."),
+        fenced(other),
+        fenced(task.canonical_code or ""),
+    ]
+    with ScriptedServer(replies) as server:
+        result = repair(task, model_for(server), executor, AgentSettings(max_iters=3), ToolMode(native=False))
+        requests = server.chat_requests()
+    assert [a.outcome for a in result.attempts] == ["failed", "failed", "passed"]
+    third = requests[2].body["messages"]
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "user"]
+    assert third[:2] == requests[0].body["messages"][:2]  # the same prefix every turn (prompt cache)
+    assert third[2]["content"].startswith("```python\n") and "balance < -1" in third[2]["content"]
+    assert "think at length" not in str(third)  # older turns and prose are gone
+    assert "FAILED (failed)" in third[3]["content"] and "different complete fixed `below_zero`" in third[3]["content"]
+    # The full conversation is still kept for traces.
+    assert sum(m["role"] == "assistant" for m in result.messages) == 3
+
+
+def test_prose_instead_of_code_after_a_failure_does_not_end_the_repair(task: Task) -> None:
+    replies = [fenced(wrong_fix(task)), text("I believe the code is correct now."), fenced(task.canonical_code or "")]
+    with ScriptedServer(replies) as server:
+        result = repair(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=3), ToolMode(native=False))
+        requests = server.chat_requests()
+    assert [a.outcome for a in result.attempts] == ["failed", "no_code", "passed"]
+    assert "I found no code in your reply" in requests[2].body["messages"][-1]["content"]
+    assert result.stop_reason == "passed"
+
+
+def test_the_block_defining_the_entry_point_is_the_candidate_not_the_longer_test_block(task: Task) -> None:
+    tests_block = "\n".join(f"assert below_zero([{i}, -{i + 1}]) == True" for i in range(12))
+    reply = text(f"```python\n{task.canonical_code}\n```\nAnd some checks:\n```python\n{tests_block}\n```")
+    with ScriptedServer([reply]) as server:
+        result = repair(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=1), ToolMode(native=False))
+    [attempt] = result.attempts
+    assert attempt.outcome == "passed" and attempt.via == "fenced"
+    assert "def below_zero" in (attempt.code or "")
