@@ -408,12 +408,13 @@ def f(x):
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_proc_environ_and_signals_cannot_reach_the_harness(variant: str) -> None:
+def test_proc_environ_and_signals_cannot_reach_the_harness(variant: str, tmp_path: Path) -> None:
     """A harness process with a secret in its (initial) environment runs a candidate that reads
     every /proc/<pid>/environ, then one that SIGKILLs the harness and its own parent."""
     kind, fresh = VARIANTS[variant]
     secret = f"sk-planted-{random.randint(10**8, 10**9)}"
-    env = {**os.environ, "HEFIX_PLANTED": secret}
+    # TMPDIR: where a harness killed by its candidate (rlimits only) leaves its temp dirs.
+    env = {**os.environ, "HEFIX_PLANTED": secret, "TMPDIR": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-c", HARNESS, kind, "1" if fresh else "0", ENV_SCAN, KILLER],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
