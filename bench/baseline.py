@@ -5,6 +5,10 @@ Baseline: one request, "Fix bugs in <entry_point>." with the buggy code and the 
 and scored exactly like the agent's final candidate (codecheck, then the scorer's full test run).
 Agent: the repair loop (`--max-iters`, default 5) with the preset's prompts and policies.
 
+The plain prompt never shows the task's docstring (the reference HumanEvalFixTests prompt: the
+buggy code and the tests only). The agent's prompt shows it unless `--no-docstring`, as in `eval`;
+with `--no-docstring` both sides see the same information. The variant used is printed.
+
     python bench/baseline.py --dataset-path ../shared/data/humanevalpack_python.jsonl --limit 20
     python bench/baseline.py --tasks Python/3,Python/11 --out /tmp/bench.json
 
@@ -84,7 +88,7 @@ def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[b
     return passed, passed_raw, round(time.monotonic() - start, 2), reply.usage.completion_tokens, reply.content
 
 
-def agent_rows_from(path: Path, model_id: str) -> dict[str, dict[str, Any]]:
+def agent_rows_from(path: Path, model_id: str, docstring: bool = True) -> dict[str, dict[str, Any]]:
     """Records of a results file (.json) or of a run's stream (.jsonl, read only: it may be live)."""
     try:
         if path.suffix == ".jsonl":
@@ -98,6 +102,12 @@ def agent_rows_from(path: Path, model_id: str) -> dict[str, dict[str, Any]]:
         raise UserError(f"--agent-results {path}: not a results file or stream ({type(exc).__name__}: {exc})") from None
     if config["model"] != model_id:
         raise UserError(f"--agent-results {path}: model {config['model']!r}, but the baseline runs {model_id!r}")
+    shown = config.get("docstring", True)  # results from before the option: the docstring was shown
+    if shown != docstring:
+        raise UserError(
+            f"--agent-results {path}: that run's prompt {'showed' if shown else 'left out'} the docstring; "
+            f"{'drop' if shown else 'add'} --no-docstring to compare like with like"
+        )
     return {r["task_id"]: r for r in records if r.get("sample", 0) == 0 and not r.get("error")}
 
 
@@ -110,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", type=Path, help="weights for a local preset")
     p.add_argument("--max-iters", type=int, default=5, help="the agent's repair turns (default 5)")
     p.add_argument("--agent-results", type=Path, help="take the agent's side from this results file")
+    p.add_argument(
+        "--no-docstring",
+        dest="docstring",
+        action="store_false",
+        help="leave the docstring out of the agent's prompt too, as the plain prompt always does (default: the agent sees it, as in eval)",
+    )
     p.add_argument("--out", type=Path, help="write per-task rows and the summary as JSON")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # a `kill` ends it like Ctrl-C: with the summary
@@ -128,7 +144,8 @@ def _run(args: argparse.Namespace) -> int:
     data = ds.load(ds.resolve_path(args.dataset_path))
     tasks = ds.select(data.tasks, [t.strip() for t in args.tasks.split(",")] if args.tasks else None, args.limit)
     preset = resolve(args.model, presets=load_presets())
-    agent_from_file = agent_rows_from(args.agent_results, preset.model) if args.agent_results else None
+    agent_from_file = agent_rows_from(args.agent_results, preset.model, args.docstring) if args.agent_results else None
+    print(f"prompts: {prompt_variant(args.docstring)}", file=sys.stderr, flush=True)
     live = args.agent_results is not None and args.agent_results.suffix == ".jsonl"
     if agent_from_file is not None and not live:
         missing = [t.task_id for t in tasks if t.task_id not in agent_from_file]
@@ -140,7 +157,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) as endpoint:
             settings = AgentSettings(
-                max_iters=args.max_iters, temperatures=endpoint.preset.temperatures, max_tokens=endpoint.preset.max_tokens
+                max_iters=args.max_iters,
+                temperatures=endpoint.preset.temperatures,
+                max_tokens=endpoint.preset.max_tokens,
+                docstring=args.docstring,
             )
             mode = ToolMode(endpoint.preset.native_tools)
             stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
@@ -151,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
                         # A run in progress: wait until it has finished this task.
                         print(f"{task.task_id}: waiting for the agent run to finish it", file=sys.stderr, flush=True)
                         time.sleep(LIVE_POLL_S)
-                        agent_from_file = agent_rows_from(args.agent_results, preset.model)
+                        agent_from_file = agent_rows_from(args.agent_results, preset.model, args.docstring)
                     rec = agent_from_file[task.task_id]
                 try:
                     passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor)
@@ -213,6 +233,7 @@ def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: flo
         "baseline_s_per_task": round(sum(r.baseline_s for r in rows) / n, 1) if n else 0.0,
         "agent_s_per_task": round(sum(r.agent_s or 0 for r in rows) / n, 1) if n else 0.0,
         "agent_max_iters": args.max_iters,
+        "agent_docstring": args.docstring,  # the plain prompt never has it
         "agent_from": str(args.agent_results) if args.agent_results else "this run",
         "wall_s": round(wall_s, 1),
     }
@@ -222,6 +243,7 @@ def print_summary(s: dict[str, Any]) -> None:
     n = s["tasks"] or 1
     print()
     print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']})")
+    print(f"  prompts: {prompt_variant(s['agent_docstring'])}")
     print(f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task")
     print(f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)")
     print(f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%")
@@ -230,6 +252,12 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"  ratio agent final / baseline: {ratio if ratio is not None else 'n/a (baseline passed none)'}" + ("x" if ratio is not None else ""))
     if s["ratio_vs_raw"] is not None:
         print(f"  ratio agent final / baseline scored as written: {s['ratio_vs_raw']}x")
+
+
+def prompt_variant(agent_docstring: bool) -> str:
+    if agent_docstring:
+        return "agent with the task's docstring, plain prompt without it (add --no-docstring to show it to neither)"
+    return "neither prompt shows the task's docstring (--no-docstring: buggy code and tests only)"
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ class AgentSettings:
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7)
     max_tokens: int = 1024
     repeat_bump: float = 0.2  # added to the temperature per repeated candidate so far
+    docstring: bool = True  # the task's docstring in the prompt (eval --no-docstring: left out)
 
     def temperature(self, turn: int, repeats: int) -> float:
         base = self.temperatures[min(turn, len(self.temperatures) - 1)]
@@ -136,7 +137,7 @@ def repair(
     result = AgentResult(tool_mode=mode.name)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompts.system_prompt(text_protocol=not mode.native)},
-        {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=not mode.native)},
+        {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=not mode.native, docstring=settings.docstring)},
     ]
     result.messages = messages  # the whole conversation, for traces
     # Text protocol (small models): each request holds the task and only the last exchange, with
@@ -145,7 +146,7 @@ def repair(
     last_exchange: list[dict[str, Any]] = []
     tried: dict[str, str] = {}  # fingerprint -> what its run returned
     if not mode.native and settings.max_iters > 0 and tests is not None:
-        _show_current_failure(task, tests, executor, messages, tried)
+        _show_current_failure(task, tests, executor, messages, tried, docstring=settings.docstring)
     repeats = 0
     budget = 1 + max(0, settings.max_iters)
     turn = 0
@@ -168,7 +169,7 @@ def repair(
             if native and is_tools_rejected(exc):
                 mode.switch_to_text(f"the endpoint rejected `tools`: {str(exc)[:200]}")
                 messages[0] = {"role": "system", "content": prompts.system_prompt(text_protocol=True)}
-                messages[1] = {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=True)}
+                messages[1] = {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=True, docstring=settings.docstring)}
                 result.tool_mode = mode.name
                 continue  # the same turn again, as text; no attempt was spent
             result.error = str(exc)
@@ -177,7 +178,9 @@ def repair(
         messages.append(_assistant_message(reply, native))
         calls = extract_calls(reply.content, reply.tool_calls, task.entry_point)
         call = first_usable(calls)
-        if native and not reply.tool_calls and call is not None and call.via != "fenced":
+        # A call written as text (tags, JSON, a TOOL_CALL line) means the endpoint does not do
+        # native calls; plain code in the reply is only an answer given without the tool.
+        if native and not reply.tool_calls and call is not None and call.via not in ("fenced", "bare"):
             mode.switch_to_text("replies carry tool calls as text instead of tool_calls")
         result.tool_mode = mode.name
         attempt = Attempt(
@@ -251,7 +254,7 @@ def repair(
 
 
 def _show_current_failure(
-    task: Task, tests: str, executor: Executor, messages: list[dict[str, Any]], tried: dict[str, str]
+    task: Task, tests: str, executor: Executor, messages: list[dict[str, Any]], tried: dict[str, str], docstring: bool = True
 ) -> None:
     """Text protocol: run the buggy code once and put its failure in the task prompt.
 
@@ -266,7 +269,10 @@ def _show_current_failure(
     if run.passed or run.status == "error":
         return
     failure = run.message if run.status == "failed" else f"{run.status}: {run.message}"
-    messages[1] = {"role": "user", "content": prompts.task_prompt(task, tests, text_protocol=True, current_failure=failure)}
+    messages[1] = {
+        "role": "user",
+        "content": prompts.task_prompt(task, tests, text_protocol=True, current_failure=failure, docstring=docstring),
+    }
     tried[check.fingerprint] = prompts.UNCHANGED
 
 

@@ -105,6 +105,12 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--limit", type=positive_int, help="the first N tasks")
     g.add_argument("--tasks", help="comma-separated task ids, e.g. Python/0,Python/10")
     g.add_argument("--samples", type=positive_int, default=1, help="independent repair runs per task (for pass@k; use temperatures above 0)")
+    g.add_argument(
+        "--no-docstring",
+        dest="docstring",
+        action="store_false",
+        help="leave the task's docstring out of the prompt: only the buggy code and the tests, as in the reference HumanEvalFixTests prompt (default: the docstring is included)",
+    )
     add_model_options(p)
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -138,6 +144,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         request_timeout_s=args.request_timeout,
         gguf=args.gguf,
         visualize=args.visualize,
+        docstring=args.docstring,
     )
 
 

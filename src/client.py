@@ -174,7 +174,7 @@ class OpenAIChatModel:
 
         retrying = Retrying(
             stop=stop_after_attempt(self.retry.attempts),
-            wait=wait_exponential_jitter(initial=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.initial_s),
+            wait=wait_exponential_jitter(multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.initial_s),
             retry=retry_if_exception(is_transient),
             before_sleep=log_retry,
             reraise=True,

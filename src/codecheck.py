@@ -61,6 +61,10 @@ def fingerprint(code: str) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()[:16]
 
 
+_IMPORTS = (ast.Import, ast.ImportFrom)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def _is_test_scaffolding(node: ast.stmt) -> bool:
     """Top-level test code a model pasted along with its fix: the harness brings its own tests."""
     if isinstance(node, ast.FunctionDef) and node.name == "check":
@@ -107,14 +111,17 @@ def check_candidate(code: str, buggy_code: str, entry_point: str) -> CodeCheck:
             f"you wrote `{entry_point}({ast.unparse(got.args)})`. Keep the parameters unchanged.",
         )
     body = [node for node in tree.body if not _is_test_scaffolding(node)]
-    defined = {n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    # Helpers and imports of the original that the model left out are put back in front.
-    restored = [
-        node
-        for node in original.body
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in defined)
-    ]
+    defined = {n.name for n in body if isinstance(n, _DEFINITIONS)}
+    # Helpers and imports of the original that the model left out are put back in front. An import
+    # the candidate already has (the same statement, compared by AST) is not added again, unless
+    # helpers go back too (they may use it as they are defined): then the candidate's copy goes.
+    helpers = [n for n in original.body if isinstance(n, _DEFINITIONS) and n.name not in defined]
+    imports = {ast.dump(n) for n in original.body if isinstance(n, _IMPORTS)}
+    if helpers:
+        body = [n for n in body if not (isinstance(n, _IMPORTS) and ast.dump(n) in imports)]
+    else:
+        imports -= {ast.dump(n) for n in body if isinstance(n, _IMPORTS)}
+    restored = [n for n in original.body if n in helpers or (isinstance(n, _IMPORTS) and ast.dump(n) in imports)]
     if restored or len(body) != len(tree.body):
         final = "\n\n".join(ast.unparse(n) for n in restored)
         kept = ast.Module(body=body, type_ignores=[])

@@ -45,6 +45,7 @@ class RunConfig:
     request_timeout_s: float = 120.0
     gguf: Path | None = None  # embedded model weights, when given by path
     visualize: bool = False
+    docstring: bool = True  # the task's docstring in the agent's prompt (--no-docstring: left out)
 
 
 def default_out(preset: Preset, now: float | None = None) -> Path:
@@ -62,7 +63,7 @@ def results_path_for_stream(stream: Path) -> Path:
 
 
 # The fields that must match for --resume to continue a run rather than mix two.
-RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "feedback", "samples", "task_ids")
+RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "feedback", "samples", "docstring", "task_ids")
 # How the error names a differing key: as the option the user typed.
 RESUME_OPTIONS = {
     "model": "--model",
@@ -70,7 +71,10 @@ RESUME_OPTIONS = {
     "max_iters": "--max-iters",
     "feedback": "--feedback",
     "samples": "--samples",
+    "docstring": "--no-docstring (whether the prompt shows the docstring)",
 }
+# What a key missing from an older run's config meant then (runs from before the key existed).
+RESUME_DEFAULTS = {"docstring": True, "samples": 1}  # for streams written before these were recorded
 
 
 def public_config(
@@ -94,6 +98,7 @@ def public_config(
         "max_iters": config.max_iters,
         "feedback": config.feedback,
         "samples": config.samples,
+        "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)
         "executor": executor_name,
         "isolation": isolation,
         "timeout_s": config.timeout_s,

@@ -232,9 +232,22 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(path, onerror=fix)
 
 
-class SubprocessExecutor:
-    """A fresh interpreter per run, inside the jail. Slow (~interpreter start-up + imports per
-    run) but nothing survives from one run to the next; the baseline of the benchmark."""
+def exec_result(sink: OutputSink, nonce: str, exit_code: int | None, duration: float, timed_out: bool, timeout_s: float) -> ExecResult:
+    """A finished run's result: the verdict from the result pipe (a timeout when the run ran out of
+    time without passing), the capped output and the time the child reported."""
+    result = bytes(sink.result)
+    status, message = verdict(result, nonce, exit_code)
+    if timed_out and status != "passed":
+        status, message = "timeout", f"timed out after {timeout_s:g}s (an infinite loop?)"
+    output = format_output(bytes(sink.out), sink.truncated)
+    return ExecResult(status, message, output, round(duration, 4), exit_code, exec_seconds(result, nonce))
+
+
+class JailedExecutor:
+    """What both executors are made of: limits, interpreter, jail and mode, and what they record
+    (`isolation`, `guarantees`). `warm`: a fork server rather than a fresh interpreter per run."""
+
+    warm = False
 
     def __init__(
         self,
@@ -250,8 +263,13 @@ class SubprocessExecutor:
         self.jail = jail or Jail("none", python=python)
         self.mode = mode
         self.name = name
-        self.isolation = describe(self.jail, mode, warm=False)
+        self.isolation = describe(self.jail, mode, warm=self.warm)
         self.guarantees = guarantees_of(self.jail, mode)
+
+
+class SubprocessExecutor(JailedExecutor):
+    """A fresh interpreter per run, inside the jail. Slow (~interpreter start-up + imports per
+    run) but nothing survives from one run to the next; the baseline of the benchmark."""
 
     def command(self) -> list[str]:
         return self.jail.wrap([self.python, "-I", "-B", self.jail.runner], as_pid_1=True)
@@ -303,11 +321,7 @@ class SubprocessExecutor:
             if tmp is not None:
                 remove_tree(tmp)
         duration = time.monotonic() - start
-        status, message = verdict(bytes(sink.result), nonce, proc.returncode)
-        if timed_out and status != "passed":
-            status, message = "timeout", f"timed out after {self.limits.timeout_s:g}s (an infinite loop?)"
-        output = format_output(bytes(sink.out), sink.truncated)
-        return ExecResult(status, message, output, round(duration, 4), proc.returncode, exec_seconds(bytes(sink.result), nonce))
+        return exec_result(sink, nonce, proc.returncode, duration, timed_out, self.limits.timeout_s)
 
     def _stop(self, proc: subprocess.Popen[bytes]) -> None:
         if self.jail.level == "none" and proc.poll() is None:

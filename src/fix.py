@@ -32,7 +32,7 @@ from .executor import Executor, Limits
 from .jail import probe
 from .providers import open_endpoint
 from .records import TaskRecord
-from .runner import write_trace
+from .runner import agent_fields, write_trace
 from .sandbox import build_executor
 from .usercode import (
     RunReport,
@@ -158,19 +158,10 @@ def make_record(task: Task, result: AgentResult, fixed: bool, message: str, wall
         failure_symptoms="",
         passed=fixed,
         passed_first=bool(attempts) and attempts[0].outcome == "passed" and fixed,
-        iterations=len(attempts),
-        executions=sum(1 for a in attempts if a.outcome in ("passed", "failed", "timeout")),
-        stop_reason=result.stop_reason,
-        tool_mode=result.tool_mode,
-        first_code=result.first_code,
-        final_code=result.final_code,
         score_message=message,
-        tokens_in=sum(a.tokens_in for a in attempts),
-        tokens_out=sum(a.tokens_out for a in attempts),
-        model_latency_s=round(sum(a.latency_s for a in attempts), 3),
         wall_s=round(wall_s, 3),
-        attempts=result.attempts_dicts(),
         error=result.error,
+        **agent_fields(result),
     )
 
 

@@ -23,7 +23,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,21 +32,19 @@ from typing import IO, Any
 
 from .executor import (
     ExecResult,
-    Limits,
+    JailedExecutor,
     OutputSink,
     child_env,
-    describe,
     drain,
-    exec_seconds,
+    exec_result,
     format_output,
-    guarantees_of,
     kill_group,
     remove_tree,
     report_line,
     verdict,
 )
-from .jail import JAIL_WORK, Jail
-from .sandbox_runner import HEADER, kill_descendants
+from .jail import JAIL_WORK
+from .sandbox_runner import HEADER, kill_descendants, start_time
 
 START_TIMEOUT_S = 60.0  # a cold start on a busy machine: interpreter, numpy, bwrap
 GRACE_S = 3.0  # beyond the time limit, before the harness gives up on the server itself
@@ -152,16 +149,6 @@ class _Server:
             self.buffer.extend(chunk)
 
 
-def start_time(pid: int) -> int | None:
-    """When `pid` started (clock ticks since boot): tells a process from a later one with its pid."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-        return int(data[data.rfind(b")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def kill_tree(pid: int, started: int | None) -> None:
     """SIGKILL `pid` (if it is still the process that started at `started`), its process group
     and its descendants (found through /proc)."""
@@ -179,25 +166,13 @@ def kill_tree(pid: int, started: int | None) -> None:
         pass
 
 
-class ForkServerExecutor:
+class ForkServerExecutor(JailedExecutor):
     """Same verdicts and isolation as SubprocessExecutor, without an interpreter start per run."""
 
-    def __init__(
-        self,
-        limits: Limits | None = None,
-        python: str = sys.executable,
-        *,
-        jail: Jail | None = None,
-        mode: str = "python",
-        name: str = "process",
-    ) -> None:
-        self.limits = limits or Limits()
-        self.python = python
-        self.jail = jail or Jail("none", python=python)
-        self.mode = mode
-        self.name = name
-        self.isolation = describe(self.jail, mode, warm=True)
-        self.guarantees = guarantees_of(self.jail, mode)
+    warm = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # JailedExecutor's arguments
+        super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._finalizer: weakref.finalize | None = None
@@ -308,9 +283,7 @@ class ForkServerExecutor:
             os.close(result_r)
         duration = time.monotonic() - start
         if reply is None and early and not server.dead:
-            status, message = verdict(bytes(sink.result), nonce, None)
-            output = format_output(bytes(sink.out), sink.truncated)
-            return ExecResult(status, message, output, round(duration, 4), None, exec_seconds(bytes(sink.result), nonce))
+            return exec_result(sink, nonce, None, duration, False, self.limits.timeout_s)
         if reply is None:
             # No answer: the server died (a candidate killed it under the rlimits-only jail) or
             # hung. Either way it is replaced before the next run; without a PID namespace to take
@@ -328,12 +301,7 @@ class ForkServerExecutor:
         if "error" in reply:
             self._stop_server()
             return ExecResult("error", str(reply["error"]), "", round(duration, 4), None)
-        exit_code = int(reply["exit_code"])
-        status, message = verdict(bytes(sink.result), nonce, exit_code)
-        if reply.get("timed_out") and status != "passed":
-            status, message = "timeout", f"timed out after {self.limits.timeout_s:g}s (an infinite loop?)"
-        output = format_output(bytes(sink.out), sink.truncated)
-        return ExecResult(status, message, output, round(duration, 4), exit_code, exec_seconds(bytes(sink.result), nonce))
+        return exec_result(sink, nonce, int(reply["exit_code"]), duration, bool(reply.get("timed_out")), self.limits.timeout_s)
 
     def close(self) -> None:
         with self._lock:

@@ -140,8 +140,10 @@ def resolve(
     changes: dict[str, Any] = {}
     if provider and chosen.provider != "oracle":
         changes["provider"] = provider
-    if base_url:
+    if base_url and base_url != chosen.base_url:
         changes["base_url"] = base_url
+        # The preset's prices are its provider's; another server has its own (or none).
+        changes["price_in"] = changes["price_out"] = None
         if not provider and chosen.provider in ("openai", "local"):
             changes["provider"] = "compatible"
     if key_env:

@@ -93,9 +93,13 @@ def system_prompt(text_protocol: bool) -> str:
     return TEXT_SYSTEM_PROMPT if text_protocol else SYSTEM_PROMPT
 
 
-def task_prompt(task: Task, feedback_test: str | None, text_protocol: bool = False, current_failure: str = "") -> str:
+def task_prompt(
+    task: Task, feedback_test: str | None, text_protocol: bool = False, current_failure: str = "", docstring: bool = True
+) -> str:
+    """`docstring=False` (eval --no-docstring) leaves out the task's description, as the reference
+    HumanEvalFixTests prompt does: the model sees only the buggy code and the tests."""
     parts = [f"Fix the bug in `{task.entry_point}`."]
-    if task.docstring:
+    if docstring and task.docstring:
         parts += ["", "What it should do:", task.docstring.strip()]
     parts += ["", "```python", task.buggy_code.strip(), "```"]
     if feedback_test:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
@@ -38,6 +40,18 @@ def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
             )
         keys = [PLACEHOLDER_KEY]
     return KeyPool(keys)
+
+
+def preload_sdk(preset: Preset) -> threading.Thread | None:
+    """Import the provider's SDK in the background: `import openai` alone takes about a second,
+    which would otherwise hold every worker at its first call; started first, it overlaps loading
+    the dataset and starting the sandboxes."""
+    if preset.provider == "oracle":
+        return None
+    name = "together" if preset.provider == "together" else "openai"
+    thread = threading.Thread(target=importlib.import_module, args=(name,), name=f"preload-{name}", daemon=True)
+    thread.start()
+    return thread
 
 
 @contextlib.contextmanager

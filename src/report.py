@@ -26,6 +26,8 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("tool calling", str(config.get("tool_mode", "")))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
     table.add_row("feedback", f"{config.get('feedback')}, max iterations {config.get('max_iters')}")
+    if config.get("docstring") is False:
+        table.add_row("prompt", "without the task's docstring (--no-docstring)")
     table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
     if summary.samples > 1:

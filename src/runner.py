@@ -21,10 +21,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import dataset as ds
 from .agent import AgentResult, AgentSettings, ToolMode, repair
 from .client import ChatModel, RetryPolicy
-from .config import RESUME_KEYS, RESUME_OPTIONS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
+from .config import RESUME_DEFAULTS, RESUME_KEYS, RESUME_OPTIONS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from .errors import UserError
 from .executor import ExecResult, Executor, Limits
-from .providers import open_endpoint
+from .providers import open_endpoint, preload_sdk
 from .records import Stream, TaskRecord, read_stream
 from .results import Summary, results_document, summarize, write_atomic
 from .sandbox import build_executor
@@ -41,6 +41,7 @@ class RunOutcome:
     config: dict[str, Any]
     records: list[TaskRecord]
     status: str
+    loop_s: float = 0.0  # from the first task submitted to the last one finished (no start-up, no writing)
 
 
 def run_task(
@@ -55,7 +56,6 @@ def run_task(
     start = time.monotonic()
     result = repair(task, model, executor, settings, mode, stop)
     verdict = score(result.first_code, result.final_code, task, executor)
-    attempts = result.attempts
     record = TaskRecord(
         task_id=task.task_id,
         entry_point=task.entry_point,
@@ -63,23 +63,31 @@ def run_task(
         failure_symptoms=task.failure_symptoms,
         passed=verdict.passed,
         passed_first=verdict.passed_first,
+        score_message=verdict.message,
+        wall_s=round(time.monotonic() - start, 3),
+        error=result.error or verdict.error,
+        sample=sample,
+        buggy_code=task.buggy_code,
+        **agent_fields(result),
+    )
+    return record, result
+
+
+def agent_fields(result: AgentResult) -> dict[str, Any]:
+    """The TaskRecord fields that come from the agent's run alone (the eval's and `fix`'s records)."""
+    attempts = result.attempts
+    return dict(
         iterations=len(attempts),
         executions=sum(1 for a in attempts if a.outcome in ("passed", "failed", "timeout")),
         stop_reason=result.stop_reason,
         tool_mode=result.tool_mode,
         first_code=result.first_code,
         final_code=result.final_code,
-        score_message=verdict.message,
         tokens_in=sum(a.tokens_in for a in attempts),
         tokens_out=sum(a.tokens_out for a in attempts),
         model_latency_s=round(sum(a.latency_s for a in attempts), 3),
-        wall_s=round(time.monotonic() - start, 3),
         attempts=result.attempts_dicts(),
-        error=result.error or verdict.error,
-        sample=sample,
-        buggy_code=task.buggy_code,
     )
-    return record, result
 
 
 def _safe_name(task_id: str, sample: int) -> str:
@@ -103,14 +111,26 @@ def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> Non
     write_atomic(directory / _safe_name(record.task_id, record.sample), trace)
 
 
+def _prior_wall(out: Path, old_records: list[TaskRecord]) -> float:
+    """The interrupted run's wall time. Ctrl-C and SIGTERM leave a results file that has it; after
+    a crash only the tasks' own times are left, and their sum overstates it when workers > 1."""
+    if not old_records:
+        return 0.0
+    try:
+        return float(json.loads(out.read_text(encoding="utf-8"))["summary"]["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return sum(r.wall_s for r in old_records)
+
+
 def _check_resume(old: dict[str, Any], new: dict[str, Any], path: Path) -> None:
     for key in RESUME_KEYS:
         if key == "task_ids":
             continue  # taken from the stream
-        if old.get(key) != new.get(key):
+        before, now = old.get(key, RESUME_DEFAULTS.get(key)), new.get(key)
+        if before != now:
             raise UserError(
                 f"--resume {path}: option {RESUME_OPTIONS.get(key, key)} differs from the interrupted run "
-                f"({old.get(key)!r} there, {new.get(key)!r} now); rerun with the same options"
+                f"({before!r} there, {now!r} now); rerun with the same options"
             )
 
 
@@ -193,10 +213,13 @@ class _SigtermAsInterrupt:
 
 def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
     console = console or Console(stderr=True)
+    preload_sdk(config.preset)
     data = ds.load(config.dataset_path)
     old_records: list[TaskRecord] = []
     old_config: dict[str, Any] | None = None
     if config.resume:
+        if config.task_ids or config.limit:
+            raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
         stream_file = config.resume if config.resume.suffix == ".jsonl" else stream_path(config.resume)
         old_config, old_records = read_stream(stream_file)
         tasks = ds.select(data.tasks, old_config["task_ids"], None)
@@ -234,10 +257,12 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
                 feedback=config.feedback,
                 temperatures=preset.temperatures,
                 max_tokens=preset.max_tokens,
+                docstring=config.docstring,
             )
             mode = ToolMode(preset.native_tools)
             outcome = _execute(
-                config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset
+                config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
+                _prior_wall(out, old_records),
             )
             if outcome.status == "complete":
                 from .score_generations import write_generations_beside
@@ -261,6 +286,7 @@ def _execute(
     old_records: list[TaskRecord],
     out: Path,
     preset: Any,
+    prior_wall: float = 0.0,
 ) -> RunOutcome:
     done: dict[tuple[str, int], TaskRecord] = {r.key: r for r in old_records if not r.error}
     jobs = [(t, s) for t in tasks for s in range(config.samples) if (t.task_id, s) not in done]
@@ -268,7 +294,6 @@ def _execute(
         console.print(f"Resuming: {len(done)} finished task runs kept, {len(jobs)} to run.")
     stop = threading.Event()
     started = time.monotonic()
-    prior_wall = 0.0
     status = "complete"
     lock = threading.Lock()
 
@@ -330,16 +355,15 @@ def _execute(
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
 
+    loop_s = time.monotonic() - started
     order = {(t.task_id, s): i for i, (t, s) in enumerate((t, s) for t in tasks for s in range(config.samples))}
     records = sorted(done.values(), key=lambda r: order.get(r.key, 1 << 30))
-    if old_records:
-        prior_wall = sum(r.wall_s for r in old_records)
     wall = time.monotonic() - started + prior_wall
     public = dict(public, tool_mode=mode.name, tool_mode_reason=mode.reason)
     summary = summarize(records, wall, preset.price_in, preset.price_out)
     document = results_document(public, summary, records, "complete" if len(records) == total else status)
     write_atomic(out, document)
-    return RunOutcome(out, stream.path, summary, public, records, document["status"])
+    return RunOutcome(out, stream.path, summary, public, records, document["status"], loop_s)
 
 
 def _print_task(console: Console, record: TaskRecord) -> None:

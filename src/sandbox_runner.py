@@ -514,8 +514,9 @@ def _standby(env: Prepared, sock: socket.socket, note_fd: int, workdir: str, tes
         os._exit(0)
 
 
-def _start_time(pid: int) -> int | None:
-    """When `pid` started (clock ticks since boot), to tell it from a later process with its pid."""
+def start_time(pid: int) -> int | None:
+    """When `pid` started (clock ticks since boot), to tell it from a later process with its pid.
+    Also the harness's (forkserver.kill_tree), which imports it from here."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
@@ -638,7 +639,7 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
             if note is not None:
                 # The child's pid, for a harness that must clean up after a server that died (one
                 # a candidate killed: under the rlimits-only jail the server is killable).
-                _send(sock, {"started": pid, "nonce": note["nonce"], "start_time": None if me == 1 else _start_time(pid)})
+                _send(sock, {"started": pid, "nonce": note["nonce"], "start_time": None if me == 1 else start_time(pid)})
             # No note: the child closed the pipe by exiting before any request came.
             status, timed_out = _wait(pid, float(note["timeout_s"]) if note is not None else 60.0)
         finally:

@@ -20,12 +20,8 @@ import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 from rich.console import Console
 from rich.table import Table
 
@@ -34,6 +30,11 @@ from .cli import subcommand
 from .errors import DatasetError, UserError
 from .records import TaskRecord
 from .results import load_results
+
+# numpy and matplotlib are imported in the functions that draw or resample, not here: the CLI imports
+# this module to register `report`, and importing matplotlib would slow every command's start by ~1 s.
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FIRST_COLOR = "#9ecae1"
 FINAL_COLOR = "#2171b5"
@@ -179,6 +180,8 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = BO
     """95% percentile interval of mean(b - a) over tasks resampled with replacement."""
     if len(a) != len(b) or not a:
         raise UserError("paired bootstrap: need the same, non-empty set of tasks in both runs")
+    import numpy as np
+
     diff = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(diff), size=(resamples, len(diff)))
@@ -277,6 +280,8 @@ def significance_note(cmp: Comparison) -> str:
 
 
 def _png(fig: Figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     buf = io.BytesIO()
     FigureCanvasAgg(fig).print_png(buf)
     return buf.getvalue()
@@ -293,6 +298,8 @@ def _category_panel(ax: Any, rows: list[CategoryRate], title: str) -> None:
         ax.text(0.5, 0.5, "no tasks", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
         return
+    import numpy as np
+
     y = np.arange(len(rows))
     h = 0.38
     ax.barh(y - h / 2, [r.first for r in rows], h, color=FIRST_COLOR, label="first attempt")
@@ -324,7 +331,8 @@ def summary_lines(run: Run) -> list[str]:
         f"model: {c.get('model')} ({c.get('provider')})",
         f"dataset: {Path(str(c.get('dataset_source', '?'))).name}",
         f"task runs: {n}" + (f" ({c.get('samples')} independent repair runs per task)" if int(c.get("samples") or 1) > 1 else ""),
-        f"feedback: {c.get('feedback')}, max iterations {c.get('max_iters')}",
+        f"feedback: {c.get('feedback')}, max iterations {c.get('max_iters')}"
+        + ("; prompt without the docstring" if c.get("docstring") is False else ""),
         "sandbox: " + _sandbox_text(c),
         f"pass@1 first attempt: {100 * float(s.get('pass_at_1_first', 0)):.1f}%",
         f"pass@1 after repair: {100 * float(s.get('pass_at_1_final', 0)):.1f}%",
@@ -346,6 +354,10 @@ def summary_lines(run: Run) -> list[str]:
 
 
 def run_figure(run: Run) -> bytes:
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
     records = run.records
     fig = Figure(figsize=(13, 14), dpi=100, layout="constrained")
     axes = fig.subplots(3, 2)
@@ -425,6 +437,9 @@ def run_figure(run: Run) -> bytes:
 
 
 def compare_figure(cmp: Comparison) -> bytes:
+    import numpy as np
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(13, 5.5), dpi=100, layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     fig.suptitle(f"A: {cmp.a.label}   vs   B: {cmp.b.label}   ({len(cmp.common)} common tasks)", fontsize=12)

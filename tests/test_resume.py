@@ -155,3 +155,37 @@ def test_resume_of_a_missing_or_foreign_stream_is_a_clear_error(tmp_path: Path, 
     proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--resume", str(foreign)], cwd=tmp_path)
     assert proc.returncode == 2 and "no config line" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _cut_to_first_task(stream: Path) -> None:
+    lines = stream.read_text(encoding="utf-8").splitlines(keepends=True)
+    stream.write_text("".join(lines[:2]), encoding="utf-8")  # the config line and one task
+
+
+def test_resume_keeps_the_interrupted_runs_wall_time_and_refuses_a_new_task_selection(tmp_path: Path, dataset_path: Path) -> None:
+    from src.presets import resolve
+
+    oracle = resolve("oracle:canonical", presets={})
+    out = tmp_path / "run.json"
+    first = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, limit=3, out=out))
+    assert first.status == "complete"
+    stream = first.stream_path
+
+    # Interrupted (Ctrl-C, SIGTERM): its results file holds the wall time so far.
+    _cut_to_first_task(stream)
+    document = json.loads(out.read_text(encoding="utf-8"))
+    document["summary"]["wall_s"] = 1234.5
+    out.write_text(json.dumps(document), encoding="utf-8")
+    resumed = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream))
+    assert resumed.status == "complete" and len(resumed.records) == 3
+    assert 1234.5 <= resumed.summary.wall_s < 1234.5 + 60
+
+    # Crashed: no results file, so the kept tasks' own times stand in for it.
+    _cut_to_first_task(stream)
+    out.unlink()
+    _, kept = read_stream(stream)
+    resumed = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream))
+    assert kept[0].wall_s <= resumed.summary.wall_s < 60
+
+    with pytest.raises(UserError, match="drop --tasks/--limit"):
+        run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, limit=2))

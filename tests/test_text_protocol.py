@@ -16,28 +16,12 @@ from src import prompts
 from src.agent import AgentSettings, ToolMode, repair
 from src.client import OpenAIChatModel, RetryPolicy
 from src.dataset import Task
-from src.executor import ExecResult, Limits, SubprocessExecutor
 from src.keys import KeyPool
 
+from .conftest import CountingExecutor
 from .scripted_server import ScriptedServer, fenced, text
 
 BELOW_ZERO = "Python/3"  # buggy: `balance == 0` where `balance < 0` is meant
-
-
-class CountingExecutor:
-    name = "process"
-    isolation = "rlimits"
-
-    def __init__(self) -> None:
-        self.inner = SubprocessExecutor(Limits(timeout_s=20.0))
-        self.runs: list[str] = []
-
-    def run(self, code: str, test: str) -> ExecResult:
-        self.runs.append(code)
-        return self.inner.run(code, test)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def model_for(server: ScriptedServer) -> OpenAIChatModel:
