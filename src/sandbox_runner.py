@@ -467,7 +467,9 @@ def _recv_request(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
 HARNESS_GONE = 3  # a standby child's exit status when the harness closed the socket
 
 
-def _standby(env: Prepared, sock: socket.socket, note_fd: int, workdir: str, tests: dict[str, CompiledTest | None]) -> None:
+def _standby(
+    env: Prepared, sock: socket.socket, note_fd: int, workdir: str, tests: dict[str, CompiledTest | None], go_fd: int = -1
+) -> None:
     """A child forked ahead of its run: it takes the next request itself. Never returns.
 
     Everything that does not depend on the request is done before it arrives, so a run costs
@@ -492,6 +494,8 @@ def _standby(env: Prepared, sock: socket.socket, note_fd: int, workdir: str, tes
         # For the server: the run started (its clock), and the test, to compile it for later runs.
         note = json.dumps({"nonce": nonce, "timeout_s": request["timeout_s"], "test": None if test in tests else test})
         os.write(note_fd, note.encode() + b"\n")
+        if go_fd >= 0 and os.read(go_fd, 1) != b"g":
+            os._exit(HARNESS_GONE)  # the server is gone: nobody would clean up after this run
         out_fd, result_fd = fds
         report_fd = result_fd
         os.dup2(out_fd, 1)
@@ -624,12 +628,19 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
         os.chmod(base, 0o700)
         os.mkdir(workdir, 0o700)
         note_r, note_w = os.pipe()
+        # Without a PID namespace a candidate can kill the server, and only the harness can then
+        # clean up after it: the child waits to run the code until its pid is on the way there.
+        go_r, go_w = os.pipe() if me != 1 else (-1, -1)
         gc.freeze()  # what the server holds now is shared copy-on-write: keep gc off it
         pid = os.fork()
         if pid == 0:
             os.close(note_r)
-            _standby(env, sock, note_w, workdir, tests)
+            if go_w >= 0:
+                os.close(go_w)
+            _standby(env, sock, note_w, workdir, tests, go_r)
         os.close(note_w)
+        if go_r >= 0:
+            os.close(go_r)
         # Wait for the standby to take a request (or to exit: the harness is gone).
         with os.fdopen(note_r, "rb") as notes:
             line = notes.readline()
@@ -640,9 +651,13 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
                 # The child's pid, for a harness that must clean up after a server that died (one
                 # a candidate killed: under the rlimits-only jail the server is killable).
                 _send(sock, {"started": pid, "nonce": note["nonce"], "start_time": None if me == 1 else start_time(pid)})
+                if go_w >= 0:
+                    os.write(go_w, b"g")
             # No note: the child closed the pipe by exiting before any request came.
             status, timed_out = _wait(pid, float(note["timeout_s"]) if note is not None else 60.0)
         finally:
+            if go_w >= 0:
+                os.close(go_w)
             kill_descendants(me, reap_children=True)
             reap()
             _wipe(workdir)
