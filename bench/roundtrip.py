@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Our `score` against the independent reference scorer, task by task, on whole generations files.
+
+The reference is the one in tests/test_roundtrip.py, built the way bigcode-evaluation-harness
+scores `humanevalfixtests-python` generations loaded with --load_generations_path (its import
+helper + the candidate, stripped, then the test, run by plain `exec` in a fresh `python -c`).
+The committed tests use a few tasks to stay quick; this runs every task of each file given.
+
+    python bench/roundtrip.py results/local-0.5b_max-iters-0.generations.json \\
+        --dataset-path ../shared/data/humanevalpack_python.jsonl
+    python bench/roundtrip.py --canonical --buggy --dataset-path ../shared/data/humanevalpack_python.jsonl
+
+Prints, per file, how many candidates each scorer passes and every task where they disagree;
+exits 1 if any do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from src import dataset as ds  # noqa: E402
+from src.executor import Limits  # noqa: E402
+from src.sandbox import SANDBOXES  # noqa: E402
+from src.score_generations import read_generations, score_generations  # noqa: E402
+from tests.test_roundtrip import reference_passes  # noqa: E402
+
+
+def compare(name: str, generations: list[list[str]], tasks: list[ds.Task], sandbox: str, workers: int) -> int:
+    verdicts = score_generations(generations, tasks, 0, sandbox, Limits(timeout_s=3.0), workers)
+    ours = [v.passed for v in verdicts]
+    pairs = [(code, task.test) for task, codes in zip(tasks, generations) for code in codes]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        flat = list(pool.map(lambda p: reference_passes(*p), pairs))
+    reference, i = [], 0
+    for codes in generations:
+        reference.append(flat[i : i + len(codes)])
+        i += len(codes)
+    disagree = [t.task_id for t, a, b in zip(tasks, ours, reference) if a != b]
+    candidates = sum(len(c) for c in generations)
+    print(
+        f"{name}: {len(tasks)} tasks, {candidates} candidates; ours passes {sum(map(sum, ours))}, "
+        f"the reference {sum(map(sum, reference))}; disagreements: {len(disagree)} {disagree[:10] if disagree else ''}",
+        flush=True,
+    )
+    return len(disagree)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("generations", nargs="*", type=Path, help="generations files (bigcode format), from the dataset's first row")
+    p.add_argument("--canonical", action="store_true", help="also the dataset's canonical solutions")
+    p.add_argument("--buggy", action="store_true", help="also the dataset's buggy code")
+    p.add_argument("--dataset-path", default=os.environ.get(ds.DATASET_ENV), help="default: HUMANEVALFIX_DATASET")
+    p.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    if not args.dataset_path:
+        p.error(f"set {ds.DATASET_ENV} or pass --dataset-path")
+    tasks = ds.load_file(Path(args.dataset_path)).tasks
+    runs: list[tuple[str, list[list[str]]]] = []
+    if args.canonical:
+        runs.append(("canonical", [[t.canonical_code or ""] for t in tasks]))
+    if args.buggy:
+        runs.append(("buggy", [[t.buggy_code] for t in tasks]))
+    for path in args.generations:
+        runs.append((str(path), read_generations(path)))
+    if not runs:
+        p.error("give a generations file, --canonical or --buggy")
+    disagreements = 0
+    for name, generations in runs:
+        disagreements += compare(name, generations, tasks[: len(generations)], args.sandbox, args.workers)
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
