@@ -13,7 +13,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -27,7 +27,7 @@ from .executor import ExecResult, Executor, Limits
 from .providers import open_endpoint, preload_sdk
 from .records import Stream, TaskRecord, read_stream
 from .results import Summary, results_document, summarize, write_atomic
-from .sandbox import build_executor
+from .sandbox import executor_factory
 from .scorer import score
 
 log = logging.getLogger(__name__)
@@ -233,7 +233,7 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
-    pool = ExecutorPool(lambda: build_executor(config.sandbox, limits), executor_slots(config.workers))
+    pool = ExecutorPool(executor_factory(config.sandbox, limits), executor_slots(config.workers))
     try:
         with open_endpoint(config.preset, tasks, retry, gguf=config.gguf) as endpoint:
             preset = endpoint.preset

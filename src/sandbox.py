@@ -12,6 +12,8 @@ variant of the same isolation (the benchmark's baseline, and the conformance sui
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .errors import ConfigError
 from .executor import Executor, Limits, SubprocessExecutor
 from .forkserver import ForkServerExecutor
@@ -35,11 +37,17 @@ def jail_for(kind: str) -> Jail:
     return Jail(kind)
 
 
-def build_executor(kind: str, limits: Limits, *, fresh: bool = False) -> Executor:
+def executor_factory(kind: str, limits: Limits, *, fresh: bool = False) -> Callable[[], Executor]:
+    """Executors of one kind, the jail probed once (a probe starts a jailed interpreter: a pool
+    of executors would otherwise pay it per executor at every run's start)."""
     if kind not in SANDBOXES:
         raise ConfigError(f"--sandbox: unknown sandbox {kind!r} (choose from {', '.join(SANDBOXES)})")
     jail = jail_for(kind)
     mode = "restricted" if kind == "restricted" else "python"
     name = "restricted" if kind == "restricted" else LEVEL_NAMES[jail.level]
     cls = SubprocessExecutor if fresh else ForkServerExecutor
-    return cls(limits, jail=jail, mode=mode, name=name)
+    return lambda: cls(limits, jail=jail, mode=mode, name=name)
+
+
+def build_executor(kind: str, limits: Limits, *, fresh: bool = False) -> Executor:
+    return executor_factory(kind, limits, fresh=fresh)()

@@ -32,7 +32,7 @@ from .errors import UserError
 from .executor import Limits
 from .passk import counts_by_task, mean_pass_at_k, ks_for
 from .results import load_results, write_atomic
-from .sandbox import SANDBOXES, build_executor
+from .sandbox import SANDBOXES, executor_factory
 from .scorer import score_code
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ def score_generations(
 
     limits = limits or Limits()
     jobs = [(i, j, code) for i, entry in enumerate(generations) for j, code in enumerate(entry)]
-    pool = ExecutorPool(lambda: build_executor(sandbox, limits), max(1, workers))
+    pool = ExecutorPool(executor_factory(sandbox, limits), max(1, workers))
 
     def run(job: tuple[int, int, str]) -> CandidateVerdict:
         i, _, code = job

@@ -40,7 +40,7 @@ from . import dataset as ds
 from .cli import positive_float, positive_int, subcommand
 from .errors import DatasetError
 from .executor import Executor, Limits
-from .sandbox import SANDBOXES, build_executor
+from .sandbox import SANDBOXES, executor_factory
 
 
 @dataclass
@@ -172,7 +172,7 @@ def validate_file(path: Path, sandbox: str = "auto", limits: Limits | None = Non
 
     from .runner import ExecutorPool
 
-    pool = ExecutorPool(lambda: build_executor(sandbox, limits or Limits()), max(1, workers))
+    pool = ExecutorPool(executor_factory(sandbox, limits or Limits()), max(1, workers))
 
     def check(item: tuple[RowReport, ds.Task]) -> None:
         report, task = item
