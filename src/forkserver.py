@@ -177,10 +177,15 @@ class ForkServerExecutor(JailedExecutor):
         self._server: _Server | None = None
         self._finalizer: weakref.finalize | None = None
         self.starts = 0  # how many servers were started (a restart after a death counts)
+        self._closed = False
+        self._ready = False  # the current server said it is ready
 
     # -- server lifecycle
-    def _start(self) -> str | None:
-        """Start a server; None when it is ready, else why not."""
+    def _spawn(self) -> _Server | str:
+        """Start a server process without waiting for it; why not, as a string, if it failed.
+
+        Called from a thread that outlives the server: bwrap's --die-with-parent follows the
+        thread that started it, not the process."""
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         base = None if self.jail.level == "bwrap" else tempfile.mkdtemp(prefix="hefix-fork-")
         argv = [self.python, "-I", "-B", self.jail.runner, "--serve", str(child.fileno()), base or JAIL_WORK, "--mode", self.mode]
@@ -206,16 +211,34 @@ class ForkServerExecutor(JailedExecutor):
             return f"could not start the fork server: {exc}"
         finally:
             child.close()
-        server = _Server(proc, parent, stderr, base)
         self.starts += 1
+        server = _Server(proc, parent, stderr, base)
+        self._server = server
+        self._finalizer = weakref.finalize(self, server.stop)
+        self._ready = False
+        return server
+
+    def _await_ready(self, server: _Server) -> str | None:
+        """None once the server says it is ready, else why not (and the server is stopped)."""
         hello = server.read_message(time.monotonic() + START_TIMEOUT_S)
         if not hello or not hello.get("ready"):
             why = (hello or {}).get("message") or server.stderr_tail() or "it did not answer"
-            server.stop()
+            self._stop_server()
             return f"the fork server did not start ({self.jail.level}): {why}"
-        self._server = server
-        self._finalizer = weakref.finalize(self, server.stop)
+        self._ready = True
         return None
+
+    def _start(self) -> str | None:
+        """Start a server; None when it is ready, else why not."""
+        server = self._spawn()
+        return server if isinstance(server, str) else self._await_ready(server)
+
+    def prestart(self) -> None:
+        """Start the server now without waiting for it, so its start-up overlaps whatever comes
+        before the first run (a first model call, say); that run waits for it to be ready."""
+        with self._lock:
+            if self._server is None and not self._closed:
+                self._spawn()  # a failure here is met again, and reported, by the first run
 
     def _stop_server(self) -> None:
         if self._finalizer is not None:
@@ -227,6 +250,10 @@ class ForkServerExecutor(JailedExecutor):
     def run(self, code: str, test: str) -> ExecResult:
         with self._lock:
             for _attempt in (0, 1):
+                if self._server is not None and not self._ready and self._server.alive():
+                    problem = self._await_ready(self._server)  # prestarted
+                    if problem is not None:
+                        return ExecResult("error", problem)
                 if self._server is None or not self._server.alive():
                     self._stop_server()
                     problem = self._start()
@@ -305,4 +332,5 @@ class ForkServerExecutor(JailedExecutor):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True  # a prestart still waiting for the lock must not start a server now
             self._stop_server()

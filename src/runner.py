@@ -142,6 +142,9 @@ class ExecutorPool:
         self._free: queue.Queue[Executor] = queue.Queue()
         for e in self._all:
             self._free.put(e)
+            prestart = getattr(e, "prestart", None)  # a warm executor boots while the run sets up
+            if prestart is not None:
+                prestart()  # from this thread, which outlives the run
 
     @property
     def sample(self) -> Executor:

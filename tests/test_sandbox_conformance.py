@@ -595,3 +595,26 @@ def test_auto_picks_the_strongest_jail_and_the_fork_server() -> None:
         assert executor.run(GOOD, TEST).passed
     finally:
         executor.close()
+
+
+def test_a_prestarted_server_serves_the_first_run_and_close_leaves_nothing() -> None:
+    executor = build_executor("auto", Limits(timeout_s=TIMEOUT))
+    assert isinstance(executor, ForkServerExecutor)
+    executor.prestart()
+    server = executor._server
+    assert server is not None and executor.starts == 1
+    # From another thread, as the runner's workers do: the server outlives the thread that used it.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(executor.run, GOOD, TEST).result().passed
+    assert executor.run(GOOD, TEST).passed and executor.starts == 1  # the prestarted server took both
+    executor.close()
+    assert not Path(f"/proc/{server.proc.pid}").exists()
+    # Prestarted and closed before any run: nothing left either.
+    executor = build_executor("auto", Limits(timeout_s=TIMEOUT))
+    assert isinstance(executor, ForkServerExecutor)
+    executor.prestart()
+    server = executor._server
+    assert server is not None
+    executor.close()
+    assert not Path(f"/proc/{server.proc.pid}").exists()
+    assert server.base is None or not Path(server.base).exists()
