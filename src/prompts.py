@@ -5,6 +5,7 @@ The worked examples are written for this project and are not HumanEvalFix tasks.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from .dataset import Task
@@ -89,6 +90,14 @@ def count_vowels(text: str) -> int:
 """
 
 
+# The `rewrite` strategy (agent.Strategy): the function written anew from its description.
+REWRITE_SYSTEM_PROMPT = """\
+You write Python functions from a description. Reply with the complete function in one \
+```python code block, starting with the header you are given. Write no explanation, no tests \
+and no examples. Your code is run against the tests and you are told the result.
+"""
+
+
 def system_prompt(text_protocol: bool) -> str:
     return TEXT_SYSTEM_PROMPT if text_protocol else SYSTEM_PROMPT
 
@@ -111,6 +120,61 @@ def task_prompt(
     else:
         parts += ["", f"Call run_code with the complete fixed `{task.entry_point}`."]
     return "\n".join(parts)
+
+
+def explain_text(entry_point: str) -> str:
+    """The `explain` strategy: a one-sentence diagnosis before the code, so the code has to change."""
+    return (
+        f"Before the code, write one sentence: which line of `{entry_point}` is wrong, and what it must be "
+        f"instead. Then reply with the complete fixed `{entry_point}` in one ```python block."
+    )
+
+
+def rewrite_messages(task: Task, feedback_test: str) -> list[dict[str, Any]]:
+    """The `rewrite` strategy's conversation: description, header and tests; the buggy body left out."""
+    parts = [
+        f"Write the function `{task.entry_point}`.",
+        "",
+        "What it should do:",
+        task.docstring.strip(),
+        "",
+        "Start from this header:",
+        "```python",
+        function_header(task.buggy_code, task.entry_point).rstrip(),
+        "```",
+        "",
+        "Tests:",
+        "```python",
+        _tests_text(feedback_test),
+        "```",
+        "",
+        f"Reply with the complete `{task.entry_point}` in one ```python block.",
+    ]
+    return [{"role": "system", "content": REWRITE_SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(parts)}]
+
+
+def function_header(code: str, entry_point: str) -> str:
+    """Everything before the entry point's body: imports, helpers, the `def` line(s).
+
+    Helpers defined before it are kept (the function may need them); code that does not parse,
+    or has no such function, falls back to its `def` line, or to all of it.
+    """
+    lines = code.splitlines(keepends=True)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        tree = None
+    if tree is not None:
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
+                first = node.body[0]
+                if first.lineno > node.lineno:
+                    return "".join(lines[: first.lineno - 1])
+                return "".join(lines[: node.lineno - 1]) + lines[node.lineno - 1][: first.col_offset].rstrip() + "\n"
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(f"def {entry_point}"):
+            return "".join(lines[: i + 1])
+    return code
 
 
 def _tests_text(test: str) -> str:

@@ -2,7 +2,8 @@
 scripted server, with real executions against the real HumanEvalFix tests.
 
 - the task prompt shows how the untouched function fails (one execution before the first turn);
-- the untouched function sent back is a repeat: not run, the temperature rises;
+- the untouched function sent back is a repeat: not run; a stuck model is asked the next way
+  (fix, explain, rewrite from the description), each with its own temperature schedule;
 - each request holds the task and only the last exchange, the candidate as a clean code block;
 - prose instead of code does not end the repair while turns are left;
 - of several code blocks, the one defining the entry point is the candidate.
@@ -42,7 +43,7 @@ def wrong_fix(task: Task) -> str:
 
 def test_the_first_prompt_shows_the_current_failure_and_the_unchanged_function_is_a_repeat(task: Task) -> None:
     executor = CountingExecutor()
-    settings = AgentSettings(max_iters=2, temperatures=(0.0, 0.5), repeat_bump=0.2)
+    settings = AgentSettings(max_iters=5, temperatures=(0.0, 0.5), repeat_bump=0.2)
     with ScriptedServer([fenced(task.buggy_code), fenced(task.canonical_code or "")]) as server:
         result = repair(task, model_for(server), executor, settings, ToolMode(native=False))
         first, second = server.chat_requests()
@@ -53,8 +54,61 @@ def test_the_first_prompt_shows_the_current_failure_and_the_unchanged_function_i
     assert [a.outcome for a in result.attempts] == ["repeat", "passed"]
     assert len(executor.runs) == 2  # the buggy code once before the first turn, then the fix; not the repeat
     assert prompts.UNCHANGED in second.body["messages"][-1]["content"]
-    assert second.body["temperature"] == pytest.approx(0.7)  # 0.5 for turn 1, +0.2 for one repeat
+    # Stuck: the next turn asks for a diagnosis first, a new prompt, so its schedule starts again.
+    assert "Before the code, write one sentence" in second.body["messages"][-1]["content"]
+    assert second.body["temperature"] == pytest.approx(0.0)
+    assert [a.strategy for a in result.attempts] == ["fix", "explain"]
     assert result.stop_reason == "passed"
+
+
+def test_a_model_stuck_on_the_buggy_code_is_asked_to_explain_then_to_rewrite_from_the_description(task: Task) -> None:
+    settings = AgentSettings(max_iters=5, temperatures=(0.0, 0.5), repeat_bump=0.2)
+    replies = [fenced(task.buggy_code), fenced(task.buggy_code), fenced(task.buggy_code), fenced(task.canonical_code or "")]
+    with ScriptedServer(replies) as server:
+        result = repair(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+        requests = server.chat_requests()
+    assert [a.strategy for a in result.attempts] == ["fix", "explain", "rewrite", "rewrite"]
+    assert [a.outcome for a in result.attempts] == ["repeat", "repeat", "repeat", "passed"]
+    rewrite = requests[2].body["messages"]
+    assert [m["role"] for m in rewrite] == ["system", "user"]  # a fresh conversation
+    assert rewrite[0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
+    assert task.docstring.strip().splitlines()[0] in rewrite[1]["content"]
+    assert "balance == 0" not in rewrite[1]["content"]  # the buggy body is not shown
+    assert "def below_zero(operations: List[int]) -> bool:" in rewrite[1]["content"]  # its header is
+    # Each strategy starts at the schedule's first temperature; a repeat within one raises it.
+    assert [r.body["temperature"] for r in requests] == pytest.approx([0.0, 0.0, 0.0, 0.7])
+    assert prompts.UNCHANGED in requests[3].body["messages"][-1]["content"]
+
+
+def test_without_a_description_a_stuck_model_is_never_asked_to_rewrite(task: Task) -> None:
+    settings = AgentSettings(max_iters=3, docstring=False)
+    with ScriptedServer([fenced(task.buggy_code)] * 4) as server:
+        result = repair(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+        requests = server.chat_requests()
+    assert [a.strategy for a in result.attempts] == ["fix", "explain", "explain", "explain"]
+    assert all(r.body["messages"][0]["content"] != prompts.REWRITE_SYSTEM_PROMPT for r in requests)
+    assert result.stop_reason == "budget" and not any(a.outcome == "passed" for a in result.attempts)
+
+
+def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) -> None:
+    wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 6)]
+    with ScriptedServer([fenced(w) for w in wrongs] + [fenced(task.canonical_code or "")]) as server:
+        result = repair(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False))
+        requests = server.chat_requests()
+    assert [a.outcome for a in result.attempts] == ["failed"] * 5 + ["passed"]
+    assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * 3
+    assert [m["role"] for m in requests[3].body["messages"]] == ["system", "user"]
+    assert [m["role"] for m in requests[4].body["messages"]] == ["system", "user", "assistant", "user"]
+    assert requests[4].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
+
+
+def test_the_rewrite_header_keeps_imports_and_helpers_and_stops_at_the_body() -> None:
+    code = "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(a: int,\n      b: int) -> int:\n    # comment\n    return a\n"
+    assert prompts.function_header(code, "f") == (
+        "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(a: int,\n      b: int) -> int:\n    # comment\n"
+    )
+    assert prompts.function_header("def f(x): return x\n", "f") == "def f(x):\n"
+    assert prompts.function_header("def f(x:\n    return (\n", "f") == "def f(x:\n"  # does not parse
 
 
 def test_with_max_iters_0_nothing_is_executed_and_the_prompt_has_no_failure(task: Task) -> None:
@@ -76,7 +130,7 @@ def test_each_request_holds_the_task_and_only_the_last_exchange_as_clean_code(ta
         fenced(task.canonical_code or ""),
     ]
     with ScriptedServer(replies) as server:
-        result = repair(task, model_for(server), executor, AgentSettings(max_iters=3), ToolMode(native=False))
+        result = repair(task, model_for(server), executor, AgentSettings(max_iters=5), ToolMode(native=False))
         requests = server.chat_requests()
     assert [a.outcome for a in result.attempts] == ["failed", "failed", "passed"]
     third = requests[2].body["messages"]
@@ -92,7 +146,7 @@ def test_each_request_holds_the_task_and_only_the_last_exchange_as_clean_code(ta
 def test_prose_instead_of_code_after_a_failure_does_not_end_the_repair(task: Task) -> None:
     replies = [fenced(wrong_fix(task)), text("I believe the code is correct now."), fenced(task.canonical_code or "")]
     with ScriptedServer(replies) as server:
-        result = repair(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=3), ToolMode(native=False))
+        result = repair(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False))
         requests = server.chat_requests()
     assert [a.outcome for a in result.attempts] == ["failed", "no_code", "passed"]
     assert "I found no code in your reply" in requests[2].body["messages"][-1]["content"]
