@@ -16,6 +16,9 @@ Prints both pass rates and their ratio (agent final / baseline). `--agent-result
 agent's side from a results file (or the .jsonl stream of a run in progress) of the same model
 instead of running it again; with a .jsonl stream the baseline waits for tasks the run has not
 finished yet (stop with Ctrl-C: the summary covers the tasks both sides finished).
+`--baseline-from FILE` takes the plain prompt's side from an earlier run's `--out` file of the
+same model (the plain prompt is greedy: the same replies again, at the cost of hours on a CPU);
+with both, no model is started.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +92,22 @@ def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[b
     return passed, passed_raw, round(time.monotonic() - start, 2), reply.usage.completion_tokens, reply.content
 
 
+def baseline_rows_from(path: Path, model_id: str) -> dict[str, Row]:
+    """The plain prompt's side of an earlier run's --out file (its agent side is left behind)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = data["summary"]["model"]
+        rows = {
+            r["task_id"]: Row(r["task_id"], r["baseline_passed"], r["baseline_s"], r["baseline_tokens_out"], r["baseline_raw_passed"], r["baseline_reply"])
+            for r in data["rows"]
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"--baseline-from {path}: not an --out file of this script ({type(exc).__name__}: {exc})") from None
+    if model != model_id:
+        raise UserError(f"--baseline-from {path}: model {model!r}, but this run is for {model_id!r}")
+    return rows
+
+
 def agent_rows_from(path: Path, model_id: str, docstring: bool = True) -> dict[str, dict[str, Any]]:
     """Records of a results file (.json) or of a run's stream (.jsonl, read only: it may be live)."""
     try:
@@ -120,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf", type=Path, help="weights for a local preset")
     p.add_argument("--max-iters", type=int, default=5, help="the agent's repair turns (default 5)")
     p.add_argument("--agent-results", type=Path, help="take the agent's side from this results file")
+    p.add_argument("--baseline-from", type=Path, help="take the plain prompt's side from an earlier run's --out file")
     p.add_argument(
         "--no-docstring",
         dest="docstring",
@@ -151,18 +172,20 @@ def _run(args: argparse.Namespace) -> int:
         missing = [t.task_id for t in tasks if t.task_id not in agent_from_file]
         if missing:
             raise UserError(f"--agent-results {args.agent_results}: no record for {', '.join(missing[:5])}")
+    earlier = baseline_rows_from(args.baseline_from, preset.model) if args.baseline_from else {}
     executor = build_executor("auto", Limits())
     rows: list[Row] = []
     started = time.monotonic()
+    need_model = agent_from_file is None or any(t.task_id not in earlier for t in tasks)
     try:
-        with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) as endpoint:
+        with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) if need_model else nullcontext() as endpoint:
             settings = AgentSettings(
                 max_iters=args.max_iters,
-                temperatures=endpoint.preset.temperatures,
-                max_tokens=endpoint.preset.max_tokens,
+                temperatures=endpoint.preset.temperatures if endpoint else (0.0,),
+                max_tokens=endpoint.preset.max_tokens if endpoint else 0,
                 docstring=args.docstring,
             )
-            mode = ToolMode(endpoint.preset.native_tools)
+            mode = ToolMode(endpoint.preset.native_tools if endpoint else True)
             stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
             for i, task in enumerate(tasks, 1):
                 rec: dict[str, Any] | None = None
@@ -173,12 +196,15 @@ def _run(args: argparse.Namespace) -> int:
                         time.sleep(LIVE_POLL_S)
                         agent_from_file = agent_rows_from(args.agent_results, preset.model, args.docstring)
                     rec = agent_from_file[task.task_id]
-                try:
-                    passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor)
-                except ModelCallError as exc:
-                    print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
-                    passed, passed_raw, seconds, tokens, reply = False, False, 0.0, 0, ""
-                row = Row(task.task_id, passed, seconds, tokens, passed_raw, reply)
+                if task.task_id in earlier:
+                    row = earlier[task.task_id]
+                else:
+                    try:
+                        passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor)
+                    except ModelCallError as exc:
+                        print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
+                        passed, passed_raw, seconds, tokens, reply = False, False, 0.0, 0, ""
+                    row = Row(task.task_id, passed, seconds, tokens, passed_raw, reply)
                 if rec is not None:
                     row.agent_passed, row.agent_passed_first = rec["passed"], rec["passed_first"]
                     row.agent_iterations, row.agent_s = rec["iterations"], rec["wall_s"]
@@ -235,6 +261,7 @@ def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: flo
         "agent_max_iters": args.max_iters,
         "agent_docstring": args.docstring,  # the plain prompt never has it
         "agent_from": str(args.agent_results) if args.agent_results else "this run",
+        "baseline_from": str(args.baseline_from) if args.baseline_from else "this run",
         "wall_s": round(wall_s, 1),
     }
 
@@ -242,7 +269,7 @@ def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: flo
 def print_summary(s: dict[str, Any]) -> None:
     n = s["tasks"] or 1
     print()
-    print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']})")
+    print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']}; plain prompt: {s.get('baseline_from', 'this run')})")
     print(f"  prompts: {prompt_variant(s['agent_docstring'])}")
     print(f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task")
     print(f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)")
