@@ -37,7 +37,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any
+from typing import Any, Callable
 
 # The reference harness's prelude (bigcode-evaluation-harness, HumanEvalPack Python).
 PRELUDE = """\
@@ -218,6 +218,7 @@ class Prepared:
     assertions: ModuleType
     honesty: Any  # assertions.Honesty
     policy: ModuleType | None  # restricted.py in restricted mode
+    version_of: Callable[[dict[str, Any]], int] | None = None  # see dict_version_reader
 
 
 def prepare(mode: str) -> Prepared:
@@ -227,7 +228,7 @@ def prepare(mode: str) -> Prepared:
     policy = load_helper("restricted") if mode == "restricted" else None
     snapshots = {m: dict(vars(sys.modules[m])) for m in GUARDED_MODULES}
     # The honesty snapshot last: every class the harness itself brings is known by then.
-    return Prepared(namespace, dict(vars(builtins)), snapshots, assertions, assertions.Honesty(), policy)
+    return Prepared(namespace, dict(vars(builtins)), snapshots, assertions, assertions.Honesty(), policy, dict_version_reader())
 
 
 def apply_limits(limits: dict[str, int]) -> None:
@@ -322,8 +323,47 @@ def compile_test(env: Prepared, test: str) -> CompiledTest:
     return CompiledTest(code, infos, frozenset(names))
 
 
-def tampering(env: Prepared) -> str | None:
-    """A builtin or prelude module attribute the candidate replaced (the tests rely on them)."""
+def dict_version_reader() -> Callable[[dict[str, Any]], int] | None:
+    """CPython's per-dict version tag (PEP 509), which changes on every write to the dict.
+
+    Why: the tampering check below compares every builtin and prelude module attribute, and in
+    a forked child each comparison touches the object's refcount, so copy-on-write copies its
+    page: measured at ~2.5 ms of a ~7 ms run. Equal tags before and after the run mean nothing
+    was written, without touching a value. Read at a fixed offset of the private struct, so only
+    on the versions whose layout has it, and only if a write to a probe dict is seen to change
+    it; otherwise None, and every run takes the full comparison.
+    """
+    if sys.implementation.name != "cpython" or sys.version_info[:2] not in ((3, 11), (3, 12), (3, 13)):
+        return None
+    offset = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # after ob_refcnt, ob_type, ma_used
+
+    def read(d: dict[str, Any]) -> int:
+        return ctypes.c_uint64.from_address(id(d) + offset).value
+
+    probe = {"key": 1}
+    before = read(probe)
+    probe["key"] = 2  # a replaced value, as tampering would be: neither size nor keys change
+    after_replace = read(probe)
+    del probe["key"]
+    if len({before, after_replace, read(probe)}) != 3:
+        return None
+    return read
+
+
+def guarded_dicts() -> list[dict[str, Any]]:
+    """The dicts a candidate would write to tamper: builtins, the prelude modules, sys.modules."""
+    return [vars(builtins), sys.modules, *(vars(sys.modules[m]) for m in GUARDED_MODULES)]
+
+
+def tampering(env: Prepared, versions: list[tuple[dict[str, Any], int]] | None = None) -> str | None:
+    """A builtin or prelude module attribute the candidate replaced (the tests rely on them).
+
+    `versions`: the guarded dicts' version tags before the candidate ran; if none changed,
+    nothing was replaced. Any write (an import adds to sys.modules) means the full comparison.
+    """
+    if versions is not None and env.version_of is not None:
+        if all(env.version_of(d) == tag for d, tag in versions):
+            return None
     current = vars(builtins)
     for name, value in env.builtins_snapshot.items():
         if current.get(name) is not value and not name.startswith("__"):
@@ -367,6 +407,8 @@ def execute(env: Prepared, code: str, test: str, compiled: CompiledTest | None =
         except Exception as exc:  # null bytes, nesting too deep: the test, not the candidate
             return {"status": "error", "message": f"the test cannot be compiled: {type(exc).__name__}: {exc}"}
     recorder = assertions.Recorder(env.honesty, compiled.infos)
+    version_of = env.version_of
+    versions = [(d, version_of(d)) for d in guarded_dicts()] if version_of is not None else None
     try:
         exec(compiled_code, namespace)
         keep = compiled.checked
@@ -384,7 +426,7 @@ def execute(env: Prepared, code: str, test: str, compiled: CompiledTest | None =
         return {"status": "failed", "message": describe_failure(exc, code, test, recorder, assertions)}
     except BaseException as exc:
         return {"status": "failed", "message": describe_failure(exc, code, test, recorder, assertions)}
-    changed = tampering(env)
+    changed = tampering(env, versions)
     if changed is not None:
         return {"status": "failed", "message": f"the code replaced {changed}, which the tests rely on; leave builtins and modules unchanged"}
     return {"status": "passed", "message": "all tests passed"}

@@ -7,6 +7,7 @@ itself is also checked in-process, for the expressions the dataset's tests use.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterator
 
 import pytest
@@ -263,3 +264,27 @@ def test_standard_library_values_are_trusted() -> None:
 
     assert run_inline("def check(f):\n    assert f(1) == {'a': 2}\ncheck(f)\n", f=lambda x: collections.Counter(a=2)) is None
     assert run_inline("def check(f):\n    assert f(1) == 0.5\ncheck(f)\n", f=lambda x: fractions.Fraction(1, 2)) is None
+
+
+def test_tampering_fast_path_sees_a_replaced_attribute_and_skips_the_comparison_otherwise() -> None:
+    """The child compares version tags, not every value (see sandbox_runner.dict_version_reader)."""
+    import math
+
+    from src import sandbox_runner as sr
+
+    env = sr.prepare("python")
+    supported = sys.implementation.name == "cpython" and sys.version_info[:2] in ((3, 11), (3, 12), (3, 13))
+    assert (env.version_of is not None) == supported  # elsewhere every run takes the full comparison
+    version_of = env.version_of or (lambda d: 0)
+    versions = [(d, version_of(d)) for d in sr.guarded_dicts()]
+    assert sr.tampering(env, versions) is None
+    original = math.fabs
+    try:
+        math.fabs = abs  # type: ignore[assignment]
+        if supported:
+            assert any(version_of(d) != tag for d, tag in versions)
+        assert sr.tampering(env, versions if supported else None) == "`math.fabs`"
+    finally:
+        math.fabs = original
+    # Put back as it was: the tag moved, so the full comparison runs, and finds nothing replaced.
+    assert sr.tampering(env, versions) is None
