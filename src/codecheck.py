@@ -6,6 +6,8 @@ import ast
 import hashlib
 from dataclasses import dataclass
 
+from . import pyast
+
 
 @dataclass(frozen=True)
 class CodeCheck:
@@ -35,7 +37,7 @@ def _top_level_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.As
 
 
 def signature_text(code: str, name: str) -> str:
-    tree = ast.parse(code)
+    tree = pyast.parse(code)
     fn = _top_level_function(tree, name)
     if fn is None:
         return name + "(...)"
@@ -55,7 +57,7 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 def fingerprint(code: str) -> str:
     """Same fingerprint for code that differs only in comments, formatting or docstrings."""
     try:
-        normal = ast.unparse(_strip_docstrings(ast.parse(code)))
+        normal = ast.unparse(_strip_docstrings(pyast.parse(code)))
     except SyntaxError:
         normal = "\n".join(line.rstrip() for line in code.strip().splitlines())
     return hashlib.sha256(normal.encode()).hexdigest()[:16]
@@ -87,12 +89,12 @@ def _is_test_scaffolding(node: ast.stmt) -> bool:
 def check_candidate(code: str, buggy_code: str, entry_point: str) -> CodeCheck:
     """Parse, require the entry point with the original parameters, restore missing helpers."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError as exc:
         line = (exc.text or "").strip()
         where = f" at line {exc.lineno}" + (f": {line}" if line else "")
         return CodeCheck(False, code, f"Your code does not parse: SyntaxError{where} ({exc.msg}). Send the complete corrected function.")
-    original = ast.parse(buggy_code)
+    original = pyast.parse(buggy_code)
     want = _top_level_function(original, entry_point)
     got = _top_level_function(tree, entry_point)
     expected_sig = f"{entry_point}({ast.unparse(want.args)})" if want else entry_point

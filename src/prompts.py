@@ -9,6 +9,7 @@ import ast
 from typing import Any
 
 from .dataset import Task
+from . import pyast
 
 TOOL_NAME = "run_code"
 
@@ -161,7 +162,7 @@ def function_header(code: str, entry_point: str) -> str:
     """
     lines = code.splitlines(keepends=True)
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         tree = None
     if tree is not None:

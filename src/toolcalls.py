@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .prompts import TOOL_NAME
+from . import pyast
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def parse_bare_code(content: str, entry_point: str | None = None) -> list[Parsed
     for end in range(len(lines), start, -1):
         chunk = "\n".join(lines[start:end]).rstrip()
         try:
-            ast.parse(chunk)
+            pyast.parse(chunk)
         except SyntaxError:
             continue
         return [ParsedCall(chunk + "\n", "bare")]

@@ -18,6 +18,7 @@ from typing import Callable
 from .codecheck import CodeCheck, _params, check_candidate, fingerprint
 from .errors import UserError
 from .executor import ExecResult, Executor
+from . import pyast
 
 DRIVER = Path(__file__).with_name("fix_driver.py")
 
@@ -41,7 +42,7 @@ class UserFile:
         return (b"\xef\xbb\xbf" if self.bom else b"") + text.replace("\n", self.newline).encode("utf-8")
 
     def functions(self) -> list[str]:
-        tree = ast.parse(self.source)
+        tree = pyast.parse(self.source)
         return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
@@ -79,7 +80,7 @@ def load_user_file(text: str) -> UserFile:
     newline = "\r\n" if "\r\n" in decoded else "\n"
     source = decoded.replace("\r\n", "\n")
     try:
-        ast.parse(source, text)
+        pyast.parse(source, text)
     except SyntaxError as exc:
         raise UserError(_syntax_error(text, exc)) from None
     resolved = path.resolve()
@@ -152,13 +153,13 @@ def load_tests(value: str) -> UserTests:
         except UnicodeDecodeError as exc:
             raise UserError(f"--tests {value}: not UTF-8 text (byte {exc.start})") from None
         try:
-            tree = ast.parse(source, value)
+            tree = pyast.parse(source, value)
         except SyntaxError as exc:
             raise UserError(_syntax_error(f"--tests {value}", exc)) from None
         kind = "pytest" if _is_pytest_style(tree) else "script"
         return UserTests(kind, source, path.resolve(), f"the tests in {value}", _imports(tree))
     try:
-        tree = ast.parse(value, "<tests>")
+        tree = pyast.parse(value, "<tests>")
     except SyntaxError as exc:
         raise UserError(_syntax_error("--tests (inline code)", exc)) from None
     return UserTests("script", value.rstrip() + "\n", None, "the inline tests", _imports(tree))
@@ -241,7 +242,7 @@ class Scope:
     def check(self, code: str) -> CodeCheck:
         code = code.replace("\r\n", "\n")
         try:
-            tree = ast.parse(code)
+            tree = pyast.parse(code)
         except SyntaxError as exc:
             line = (exc.text or "").strip()
             where = f" at line {exc.lineno}" + (f": {line}" if line else "")
@@ -250,7 +251,7 @@ class Scope:
             base = check_candidate(code, self.original, self.function)
             if not base.ok:
                 return base
-        original_tree = ast.parse(self.original)
+        original_tree = pyast.parse(self.original)
         old = _definitions(original_tree)
         new = _definitions(tree)
         changed = [n for n, node in new.items() if n in old and ast.dump(node) != ast.dump(old[n])]
@@ -261,7 +262,7 @@ class Scope:
         have = {ast.dump(n) for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
         spliced = splice(self.original, original_tree, code, tree, changed, added, imports)
-        lost = sorted(n for n in old if not n.startswith("_") and n not in _definitions(ast.parse(spliced)))
+        lost = sorted(n for n in old if not n.startswith("_") and n not in _definitions(pyast.parse(spliced)))
         if lost:  # a definition sharing a line with another statement: not safe to splice
             return CodeCheck(False, code, f"Your change could not be applied without losing `{', '.join(lost)}`. Send each definition on its own lines.")
         return CodeCheck(True, spliced, "", fingerprint(spliced))

@@ -41,6 +41,7 @@ from .cli import positive_float, positive_int, subcommand
 from .errors import DatasetError
 from .executor import Executor, Limits
 from .sandbox import SANDBOXES, executor_factory
+from . import pyast
 
 
 @dataclass
@@ -56,7 +57,7 @@ class RowReport:
 
 def _parse(source: str, what: str, problems: list[str]) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        return pyast.parse(source)
     except SyntaxError as exc:
         problems.append(f"{what} does not parse: line {exc.lineno}: {exc.msg}")
         return None
