@@ -179,13 +179,14 @@ def _run(args: argparse.Namespace) -> int:
     need_model = agent_from_file is None or any(t.task_id not in earlier for t in tasks)
     try:
         with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) if need_model else nullcontext() as endpoint:
-            settings = AgentSettings(
-                max_iters=args.max_iters,
-                temperatures=endpoint.preset.temperatures if endpoint else (0.0,),
-                max_tokens=endpoint.preset.max_tokens if endpoint else 0,
-                docstring=args.docstring,
-            )
-            mode = ToolMode(endpoint.preset.native_tools if endpoint else True)
+            if endpoint is not None:  # without one, both sides come from files: no agent runs
+                settings = AgentSettings(
+                    max_iters=args.max_iters,
+                    temperatures=endpoint.preset.temperatures,
+                    max_tokens=endpoint.preset.max_tokens,
+                    docstring=args.docstring,
+                )
+                mode = ToolMode(endpoint.preset.native_tools)
             stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
             for i, task in enumerate(tasks, 1):
                 rec: dict[str, Any] | None = None

@@ -121,9 +121,12 @@ class Strategy:
             self.name = self.ORDER[self.ORDER.index(self.name) + 1]
             self.start, self.repeats = turn, 0
 
-    def before_turn(self, turn: int, budget: int) -> None:
+    def before_turn(self, turn: int, budget: int) -> bool:
+        """The second half of the turns rewrites; True if that starts now."""
         if self._last == "rewrite" and self.name != "rewrite" and turn > 0 and budget - turn <= budget // 2:
             self.name, self.start, self.repeats = "rewrite", turn, 0
+            return True
+        return False
 
 
 def feedback_test(task: Task, mode: str) -> str | None:
@@ -189,11 +192,8 @@ def repair(
             result.stop_reason = "interrupted"
             return result
         native = mode.native
-        if not native:
-            was = strategy.name
-            strategy.before_turn(turn, budget)
-            if strategy.name != was:
-                last_exchange = []
+        if not native and strategy.before_turn(turn, budget):
+            last_exchange = []  # a fresh conversation, as after escalating to rewrite
         if native:
             temperature = settings.temperature(turn, repeats)
         else:

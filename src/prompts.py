@@ -5,11 +5,11 @@ The worked examples are written for this project and are not HumanEvalFix tasks.
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
-from .dataset import Task
 from . import pyast
+from .codecheck import _top_level_function
+from .dataset import Task
 
 TOOL_NAME = "run_code"
 
@@ -165,13 +165,12 @@ def function_header(code: str, entry_point: str) -> str:
         tree = pyast.parse(code)
     except SyntaxError:
         tree = None
-    if tree is not None:
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
-                first = node.body[0]
-                if first.lineno > node.lineno:
-                    return "".join(lines[: first.lineno - 1])
-                return "".join(lines[: node.lineno - 1]) + lines[node.lineno - 1][: first.col_offset].rstrip() + "\n"
+    node = _top_level_function(tree, entry_point) if tree is not None else None
+    if node is not None:
+        first = node.body[0]
+        if first.lineno > node.lineno:
+            return "".join(lines[: first.lineno - 1])
+        return "".join(lines[: node.lineno - 1]) + lines[node.lineno - 1][: first.col_offset].rstrip() + "\n"
     for i, line in enumerate(lines):
         if line.lstrip().startswith(f"def {entry_point}"):
             return "".join(lines[: i + 1])
