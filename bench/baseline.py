@@ -5,9 +5,10 @@ Baseline: one request, "Fix bugs in <entry_point>." with the buggy code and the 
 and scored exactly like the agent's final candidate (codecheck, then the scorer's full test run).
 Agent: the repair loop (`--max-iters`, default 5) with the preset's prompts and policies.
 
-The plain prompt never shows the task's docstring (the reference HumanEvalFixTests prompt: the
-buggy code and the tests only). The agent's prompt shows it unless `--no-docstring`, as in `eval`;
-with `--no-docstring` both sides see the same information. The variant used is printed.
+Both sides see what `--protocol` shows (as in `eval`, default `tests`): with `tests` the plain
+prompt is the reference HumanEvalFixTests prompt (the buggy code and the tests), with `docs` the
+buggy code and the docstring (HumanEvalFixDocs), with `hidden` the docstring and the example test,
+with `agent` the docstring and the tests. The protocol is printed and recorded.
 
     python bench/baseline.py --limit 20
     python bench/baseline.py --tasks Python/3,Python/11 --out /tmp/bench.json
@@ -36,6 +37,7 @@ from typing import Any
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentSettings, ToolMode
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe, protocol_of
 from humanevalfix.models.client import ChatModel, ChatRequest, RetryPolicy
 from humanevalfix.agent.codecheck import check_candidate
 from humanevalfix.errors import ModelCallError, UserError
@@ -65,15 +67,24 @@ class Row:
     agent_s: float | None = None
 
 
-def baseline_prompt(task: ds.Task) -> str:
-    return f"Fix bugs in {task.entry_point}.\n\n```python\n{task.buggy_code.strip()}\n```\n\n```python\n{task.test.strip()}\n```"
+def baseline_prompt(task: ds.Task, protocol: str = DEFAULT_PROTOCOL) -> str:
+    """`Fix bugs in f.`, then what the protocol shows: the docstring, the code, the tests it shows."""
+    p = PROTOCOLS[protocol]
+    parts = [f"Fix bugs in {task.entry_point}."]
+    if p.docstring and task.docstring.strip():
+        parts.append('"""\n' + task.docstring.strip() + '\n"""')
+    parts.append(f"```python\n{task.buggy_code.strip()}\n```")
+    tests = {"tests": task.test, "example": task.example_test, "none": ""}[p.feedback]
+    if tests.strip():
+        parts.append(f"```python\n{tests.strip()}\n```")
+    return "\n\n".join(parts)
 
 
-def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[bool, bool, float, int, str]:
+def run_baseline(task: ds.Task, model: ChatModel, executor: Executor, protocol: str = DEFAULT_PROTOCOL) -> tuple[bool, bool, float, int, str]:
     start = time.monotonic()
     reply = model.chat(
         ChatRequest(
-            messages=[{"role": "user", "content": baseline_prompt(task)}],
+            messages=[{"role": "user", "content": baseline_prompt(task, protocol)}],
             temperature=0.0,
             max_tokens=BASELINE_MAX_TOKENS,
             task_id=task.task_id,
@@ -90,7 +101,7 @@ def run_baseline(task: ds.Task, model: ChatModel, executor: Executor) -> tuple[b
     return passed, passed_raw, round(time.monotonic() - start, 2), reply.usage.completion_tokens, reply.content
 
 
-def baseline_rows_from(path: Path, model_id: str) -> dict[str, Row]:
+def baseline_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOCOL) -> dict[str, Row]:
     """The plain prompt's side of an earlier run's --out file (its agent side is left behind)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -103,10 +114,13 @@ def baseline_rows_from(path: Path, model_id: str) -> dict[str, Row]:
         raise UserError(f"--baseline-from {path}: not an --out file of this script ({type(exc).__name__}: {exc})") from None
     if model != model_id:
         raise UserError(f"--baseline-from {path}: model {model!r}, but this run is for {model_id!r}")
+    used = data["summary"].get("protocol", "tests")  # before --protocol the plain prompt was always the tests one
+    if used != protocol:
+        raise UserError(f"--baseline-from {path}: its plain prompt used --protocol {used}, this run {protocol}")
     return rows
 
 
-def agent_rows_from(path: Path, model_id: str, docstring: bool = True) -> dict[str, dict[str, Any]]:
+def agent_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOCOL) -> dict[str, dict[str, Any]]:
     """Records of a results file (.json) or of a run's stream (.jsonl, read only: it may be live)."""
     try:
         if path.suffix == ".jsonl":
@@ -120,12 +134,9 @@ def agent_rows_from(path: Path, model_id: str, docstring: bool = True) -> dict[s
         raise UserError(f"--agent-results {path}: not a results file or stream ({type(exc).__name__}: {exc})") from None
     if config["model"] != model_id:
         raise UserError(f"--agent-results {path}: model {config['model']!r}, but the baseline runs {model_id!r}")
-    shown = config.get("docstring", True)  # results from before the option: the docstring was shown
-    if shown != docstring:
-        raise UserError(
-            f"--agent-results {path}: that run's prompt {'showed' if shown else 'left out'} the docstring; "
-            f"{'drop' if shown else 'add'} --no-docstring to compare like with like"
-        )
+    used = protocol_of(config)
+    if used != protocol:
+        raise UserError(f"--agent-results {path}: that run used --protocol {used}; pass --protocol {used} to compare like with like")
     return {r["task_id"]: r for r in records if r.get("sample", 0) == 0 and not r.get("error")}
 
 
@@ -139,12 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-iters", type=int, default=5, help="the agent's repair turns (default 5)")
     p.add_argument("--agent-results", type=Path, help="take the agent's side from this results file")
     p.add_argument("--baseline-from", type=Path, help="take the plain prompt's side from an earlier run's --out file")
-    p.add_argument(
-        "--no-docstring",
-        dest="docstring",
-        action="store_false",
-        help="leave the docstring out of the agent's prompt too, as the plain prompt always does (default: the agent sees it, as in eval)",
-    )
+    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default=DEFAULT_PROTOCOL, help=f"what both sides see, as in eval (default {DEFAULT_PROTOCOL})")
     p.add_argument("--out", type=Path, help="write per-task rows and the summary as JSON")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # a `kill` ends it like Ctrl-C: with the summary
@@ -163,14 +169,14 @@ def _run(args: argparse.Namespace) -> int:
     data = ds.load(ds.resolve_path(args.dataset_path))
     tasks = ds.select(data.tasks, [t.strip() for t in args.tasks.split(",")] if args.tasks else None, args.limit)
     preset = resolve(args.model, presets=load_presets())
-    agent_from_file = agent_rows_from(args.agent_results, preset.model, args.docstring) if args.agent_results else None
-    print(f"prompts: {prompt_variant(args.docstring)}", file=sys.stderr, flush=True)
+    agent_from_file = agent_rows_from(args.agent_results, preset.model, args.protocol) if args.agent_results else None
+    print(f"protocol: {describe(args.protocol)}", file=sys.stderr, flush=True)
     live = args.agent_results is not None and args.agent_results.suffix == ".jsonl"
     if agent_from_file is not None and not live:
         missing = [t.task_id for t in tasks if t.task_id not in agent_from_file]
         if missing:
             raise UserError(f"--agent-results {args.agent_results}: no record for {', '.join(missing[:5])}")
-    earlier = baseline_rows_from(args.baseline_from, preset.model) if args.baseline_from else {}
+    earlier = baseline_rows_from(args.baseline_from, preset.model, args.protocol) if args.baseline_from else {}
     executor = build_executor("auto", Limits())
     rows: list[Row] = []
     started = time.monotonic()
@@ -182,7 +188,8 @@ def _run(args: argparse.Namespace) -> int:
                     max_iters=args.max_iters,
                     temperatures=endpoint.preset.temperatures,
                     max_tokens=endpoint.preset.max_tokens,
-                    docstring=args.docstring,
+                    docstring=PROTOCOLS[args.protocol].docstring,
+                    feedback=PROTOCOLS[args.protocol].feedback,
                 )
                 mode = ToolMode(endpoint.preset.native_tools)
             stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
@@ -193,13 +200,13 @@ def _run(args: argparse.Namespace) -> int:
                         # A run in progress: wait until it has finished this task.
                         print(f"{task.task_id}: waiting for the agent run to finish it", file=sys.stderr, flush=True)
                         time.sleep(LIVE_POLL_S)
-                        agent_from_file = agent_rows_from(args.agent_results, preset.model, args.docstring)
+                        agent_from_file = agent_rows_from(args.agent_results, preset.model, args.protocol)
                     rec = agent_from_file[task.task_id]
                 if task.task_id in earlier:
                     row = earlier[task.task_id]
                 else:
                     try:
-                        passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor)
+                        passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor, args.protocol)
                     except ModelCallError as exc:
                         print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
                         passed, passed_raw, seconds, tokens, reply = False, False, 0.0, 0, ""
@@ -258,7 +265,7 @@ def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: flo
         "baseline_s_per_task": round(sum(r.baseline_s for r in rows) / n, 1) if n else 0.0,
         "agent_s_per_task": round(sum(r.agent_s or 0 for r in rows) / n, 1) if n else 0.0,
         "agent_max_iters": args.max_iters,
-        "agent_docstring": args.docstring,  # the plain prompt never has it
+        "protocol": args.protocol,  # what both sides saw
         "agent_from": str(args.agent_results) if args.agent_results else "this run",
         "baseline_from": str(args.baseline_from) if args.baseline_from else "this run",
         "wall_s": round(wall_s, 1),
@@ -269,7 +276,7 @@ def print_summary(s: dict[str, Any]) -> None:
     n = s["tasks"] or 1
     print()
     print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']}; plain prompt: {s.get('baseline_from', 'this run')})")
-    print(f"  prompts: {prompt_variant(s['agent_docstring'])}")
+    print(f"  protocol: {describe(s.get('protocol', 'tests'))}")
     print(f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task")
     print(f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)")
     print(f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%")
@@ -278,12 +285,6 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"  ratio agent final / baseline: {ratio if ratio is not None else 'n/a (baseline passed none)'}" + ("x" if ratio is not None else ""))
     if s["ratio_vs_raw"] is not None:
         print(f"  ratio agent final / baseline scored as written: {s['ratio_vs_raw']}x")
-
-
-def prompt_variant(agent_docstring: bool) -> str:
-    if agent_docstring:
-        return "agent with the task's docstring, plain prompt without it (add --no-docstring to show it to neither)"
-    return "neither prompt shows the task's docstring (--no-docstring: buggy code and tests only)"
 
 
 if __name__ == "__main__":

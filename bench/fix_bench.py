@@ -124,8 +124,8 @@ def run_eval(tasks: list[ds.Task], model_args: list[str], args: argparse.Namespa
     cmd = [sys.executable, "-m", "humanevalfix", "--tasks", ",".join(t.task_id for t in tasks), "--out", str(out), "--workers", str(args.workers), *model_args]
     if args.dataset_path:
         cmd += ["--dataset-path", args.dataset_path]
-    if not args.eval_docstring:
-        cmd.append("--no-docstring")  # fix sees no docstring either: the same information on both sides
+    # fix sees no docstring either: --protocol tests is the same information on both sides
+    cmd += ["--protocol", "agent" if args.eval_docstring else "tests"]
     print(f"eval: {shlex.join(cmd[1:])}", file=sys.stderr, flush=True)
     code = subprocess.run(cmd, env=child_env()).returncode
     if code != 0:

@@ -208,7 +208,7 @@ def test_feedback_example_shows_only_the_example_and_the_scorer_uses_the_full_te
     # Passes the example test (3.5 -> 0.5) but not the full one (1.33, 123.456).
     overfit = "def truncate_number(number: float) -> float:\n    return 0.5\n"
     with ScriptedServer([tool_call(overfit)]) as server:
-        outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/2",), feedback="example"))
+        outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/2",), protocol="hidden"))
         [request] = server.chat_requests()
     prompt = request.body["messages"][1]["content"]
     assert "assert truncate_number(3.5) == 0.5" in prompt

@@ -21,7 +21,7 @@ def _agent_results(path: Path, passed: list[bool], model: str = MODEL) -> Path:
         {"task_id": t, "passed": p, "passed_first": False, "iterations": 3, "wall_s": 1.5, "sample": 0, "error": None}
         for t, p in zip(TASKS, passed)
     ]
-    path.write_text(json.dumps({"config": {"model": model, "docstring": True}, "tasks": records}))
+    path.write_text(json.dumps({"config": {"model": model, "protocol": "tests"}, "tasks": records}))
     return path
 
 
@@ -53,3 +53,22 @@ def test_an_earlier_baseline_of_another_model_is_refused(tmp_path: Path, dataset
     assert code == 2
     err = capsys.readouterr().err
     assert "--baseline-from" in err and "some-other-model" in err
+
+
+def test_an_agent_run_of_another_protocol_is_refused(tmp_path: Path, dataset_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = _agent_results(tmp_path / "agent.json", [True, True, False])
+    earlier = _earlier_baseline(tmp_path / "baseline.json", [True, False, False])
+    code = baseline.main(["--dataset-path", str(dataset_path), "--limit", "3", "--agent-results", str(agent), "--baseline-from", str(earlier), "--protocol", "hidden"])
+    assert code == 2
+    assert "--protocol tests" in capsys.readouterr().err
+
+
+def test_the_plain_prompt_shows_what_the_protocol_shows(all_tasks: dict) -> None:
+    task = all_tasks["Python/2"]
+    prompts = {name: baseline.baseline_prompt(task, name) for name in ("tests", "docs", "hidden", "agent")}
+    # The reference HumanEvalFixTests prompt, as before --protocol existed.
+    assert prompts["tests"] == f"Fix bugs in {task.entry_point}.\n\n```python\n{task.buggy_code.strip()}\n```\n\n```python\n{task.test.strip()}\n```"
+    first_doc_line = task.docstring.strip().splitlines()[0]
+    assert [first_doc_line in prompts[n] for n in ("tests", "docs", "hidden", "agent")] == [False, True, True, True]
+    assert [task.test.strip() in prompts[n] for n in ("tests", "docs", "hidden", "agent")] == [True, False, False, True]
+    assert task.example_test.strip() in prompts["hidden"]

@@ -46,7 +46,7 @@ def test_help_lists_the_options(tmp_path: Path) -> None:
     assert "HumanEvalFix" in proc.stdout and "eval" in proc.stdout
     proc = run_cli(["eval", "--help"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    for option in ("--model", "--max-iters", "--feedback", "--workers", "--resume", "--dataset-path", "--tasks", "--limit"):
+    for option in ("--model", "--max-iters", "--protocol", "--workers", "--resume", "--dataset-path", "--tasks", "--limit"):
         assert option in proc.stdout
 
 
@@ -64,7 +64,7 @@ def test_list_models_lists_every_preset(tmp_path: Path) -> None:
         pytest.param(["--limit", "0"], ["--limit", "must be at least 1, got 0"], id="limit 0"),
         pytest.param(["--workers", "two"], ["--workers", "expected a whole number"], id="workers not a number"),
         pytest.param(["--max-iters", "-1"], ["--max-iters", "must be 0 or more"], id="negative max-iters"),
-        pytest.param(["--feedback", "all"], ["--feedback", "invalid choice"], id="unknown feedback"),
+        pytest.param(["--protocol", "all"], ["--protocol", "invalid choice"], id="unknown protocol"),
         # An oracle is chosen by --model oracle:..., so --provider offers every provider but it.
         pytest.param(["--provider", "oracle"], ["--provider", "invalid choice", "'compatible', 'local')"], id="provider oracle"),
         pytest.param(["--timeout", "0"], ["--timeout", "must be above 0"], id="timeout 0"),

@@ -29,6 +29,13 @@ def test_oracle_on_the_full_dataset(tmp_path: Path, dataset_path: Path, oracle: 
     wrong = [t["task_id"] for t in data["tasks"] if t["passed"] != bool(expected_passed)]
     assert wrong == [], f"oracle:{oracle}: unexpected verdicts for {wrong[:10]}"
     assert (summary["passed"], summary["passed_first"]) == (expected_passed, expected_passed)
+    assert data["config"]["protocol"] == "tests"  # the default
+    if oracle == "canonical":  # pass@1+: the canonical solution agrees with itself on every extra input
+        assert (summary["passed_plus"], summary["passed_first_plus"]) == (164, 164)
+        assert summary["suspect_hardcoding"] == 0
+        assert sum(t["plus_inputs"] > 0 for t in data["tasks"]) >= 150
+    else:
+        assert summary.get("passed_plus") is None  # nothing passed, so nothing was checked
     assert [t["task_id"] for t in data["tasks"]] == [f"Python/{i}" for i in range(164)]
     for task in data["tasks"]:
         assert task["error"] is None
@@ -41,3 +48,19 @@ def test_oracle_on_the_full_dataset(tmp_path: Path, dataset_path: Path, oracle: 
         else:
             assert task["iterations"] == 1 and task["stop_reason"] == "passed"
     assert data["config"]["dataset_sha256"] and data["config"]["task_ids"][:2] == ["Python/0", "Python/1"]
+
+
+@pytest.mark.parametrize("protocol", ["docs", "hidden", "agent"])
+def test_the_canonical_fixes_pass_and_pass_plus_in_every_protocol(tmp_path: Path, dataset_path: Path, protocol: str) -> None:
+    """One attempt each (--max-iters 0): what the model is shown differs, the verdict must not."""
+    out = tmp_path / f"canonical-{protocol}.json"
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--protocol", protocol, "--max-iters", "0", "--dataset-path", str(dataset_path), "--out", str(out), "--workers", "2"],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = results_of(out)
+    summary = data["summary"]
+    assert data["config"]["protocol"] == protocol
+    assert (summary["tasks"], summary["passed"], summary["passed_plus"], summary["errors"]) == (164, 164, 164, 0)

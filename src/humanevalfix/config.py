@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix import __version__
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from humanevalfix.models.presets import Preset
 
 RESULTS_DIR = Path("results")
@@ -30,7 +31,7 @@ class RunConfig:
     task_ids: tuple[str, ...] | None = None
     limit: int | None = None
     max_iters: int = 5
-    feedback: str = "tests"
+    protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     workers: int = 1
     samples: int = 1
     sandbox: str = "auto"
@@ -44,8 +45,16 @@ class RunConfig:
     retry_initial_s: float = 1.0
     request_timeout_s: float = 120.0
     gguf: Path | None = None  # embedded model weights, when given by path
+    prompt_lookup: int = 10  # embedded model: prompt-lookup draft tokens, 0 off (models.embedded)
     visualize: bool = False
-    docstring: bool = True  # the task's docstring in the agent's prompt (--no-docstring: left out)
+
+    @property
+    def feedback(self) -> str:
+        return PROTOCOLS[self.protocol].feedback
+
+    @property
+    def docstring(self) -> bool:
+        return PROTOCOLS[self.protocol].docstring
 
 
 def default_out(preset: Preset, now: float | None = None) -> Path:
@@ -63,18 +72,17 @@ def results_path_for_stream(stream: Path) -> Path:
 
 
 # The fields that must match for --resume to continue a run rather than mix two.
-RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "feedback", "samples", "docstring", "task_ids")
+RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "protocol", "samples", "task_ids")
 # How the error names a differing key: as the option the user typed.
 RESUME_OPTIONS = {
     "model": "--model",
     "dataset_sha256": "--dataset-path (the file's contents)",
     "max_iters": "--max-iters",
-    "feedback": "--feedback",
+    "protocol": "--protocol",
     "samples": "--samples",
-    "docstring": "--no-docstring (whether the prompt shows the docstring)",
 }
 # What a key missing from an older run's config meant then (runs from before the key existed).
-RESUME_DEFAULTS = {"docstring": True, "samples": 1}  # for streams written before these were recorded
+RESUME_DEFAULTS = {"samples": 1}  # for streams written before these were recorded; protocol: agent.protocols.protocol_of
 
 
 def public_config(
@@ -95,7 +103,10 @@ def public_config(
         "provider": p.provider,
         "base_url": p.base_url,
         "sampling": {"temperatures": list(p.temperatures), "max_tokens": p.max_tokens},
+        # Speed only (greedy replies are the same), recorded so timings can be compared like with like.
+        "embedded_server": {"prompt_lookup": config.prompt_lookup} if p.provider == "local" else None,
         "max_iters": config.max_iters,
+        "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it
         "feedback": config.feedback,
         "samples": config.samples,
         "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)

@@ -48,7 +48,7 @@ class NativeConversation:
             messages=self.transcript,
             temperature=self.settings.temperature(turn, result.repeats_since(0)),
             max_tokens=self.settings.max_tokens,
-            tools=[prompts.RUN_CODE_TOOL],
+            tools=[prompts.run_code_tool(self.request.tests is not None)],
             task_id=self.request.task_id,
         )
 

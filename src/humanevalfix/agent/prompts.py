@@ -31,6 +31,20 @@ RUN_CODE_TOOL: dict[str, Any] = {
     },
 }
 
+# The docs protocol shows no tests and runs none: the tool must not promise any.
+_RUN_ONLY_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        **RUN_CODE_TOOL["function"],
+        "description": "Run your complete fixed function. Returns whether it runs, or the error it raises.",
+    },
+}
+
+
+def run_code_tool(tests_shown: bool) -> dict[str, Any]:
+    return RUN_CODE_TOOL if tests_shown else _RUN_ONLY_TOOL
+
+
 SYSTEM_PROMPT = """\
 You fix bugs in Python functions. The function is mostly right: find the small bug and \
 change as little as possible. Keep the function's name and parameters. Do not write tests.

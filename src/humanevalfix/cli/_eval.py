@@ -7,8 +7,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.cli._options import add_model_options, positive_int, preset_from_args
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
+from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args
 from humanevalfix.config import RunConfig
+from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
 from humanevalfix.models.presets import load_presets
 
@@ -22,21 +24,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tasks", help="comma-separated task ids, e.g. Python/0,Python/10")
     g.add_argument("--samples", type=positive_int, default=1, help="independent repair runs per task (for pass@k; use temperatures above 0)")
     g.add_argument(
-        "--no-docstring",
-        dest="docstring",
-        action="store_false",
-        help="leave the task's docstring out of the prompt: only the buggy code and the tests, as in the reference HumanEvalFixTests prompt (default: the docstring is included)",
+        "--protocol",
+        choices=tuple(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        help="what the model sees and run_code tests against: "
+        + "; ".join(describe(name) for name in PROTOCOLS)
+        + f" (default {DEFAULT_PROTOCOL})",
     )
+    # Replaced by --protocol; kept only to say so (a silently ignored option would mislabel a run).
+    g.add_argument("--no-docstring", dest="legacy_no_docstring", action="store_true", help=argparse.SUPPRESS)
     add_model_options(p)
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
     g.add_argument("--out", type=Path, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
     g.add_argument("--resume", type=Path, help="continue an interrupted run from its .jsonl stream (or its .json path)")
     g.add_argument("--traces", type=Path, metavar="DIR", help="write each task's full conversation as JSON")
+    g.add_argument("--prompt-lookup", type=non_negative_int, default=10, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; greedy replies are the same, only faster)")
     g.add_argument("--visualize", action="store_true", help="also write the PNG and HTML report next to the results")
     g.add_argument("--verbose", "-v", action="store_true", help="a line per task")
     g.add_argument("--debug", action="store_true", help="print each conversation")
     g.add_argument("--list-models", action="store_true", help="list the presets and exit")
+
+
+def _protocol(args: argparse.Namespace) -> str:
+    if getattr(args, "legacy_no_docstring", False):
+        raise ConfigError("--no-docstring: replaced by --protocol; use --protocol tests (buggy code + tests, no docstring)")
+    if getattr(args, "feedback", None) is not None:
+        raise ConfigError(
+            "--feedback: on eval the protocol decides what run_code tests against; use --protocol "
+            "(tests or agent: the tests, hidden: the example test, docs: none)"
+        )
+    return str(args.protocol)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -46,7 +64,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         task_ids=tuple(t.strip() for t in args.tasks.split(",") if t.strip()) if args.tasks else None,
         limit=args.limit,
         max_iters=args.max_iters,
-        feedback=args.feedback,
+        protocol=_protocol(args),
         workers=args.workers,
         samples=args.samples,
         sandbox=args.sandbox,
@@ -60,7 +78,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         request_timeout_s=args.request_timeout,
         gguf=args.gguf,
         visualize=args.visualize,
-        docstring=args.docstring,
+        prompt_lookup=args.prompt_lookup,
     )
 
 

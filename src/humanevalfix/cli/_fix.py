@@ -18,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", type=Path, metavar="PATH", help="write the session (conversation and attempts) as JSON, in the eval's trace format")
     p.add_argument("--verbose", "-v", action="store_true", help="print each test report as it comes")
     add_model_options(p)
+    p.set_defaults(feedback="tests")  # eval leaves it unset (its --protocol decides), fix tests by default
 
 
 def run(args: argparse.Namespace) -> int:

@@ -52,7 +52,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--models-file", type=Path, help="another models.yaml")
     g.add_argument("--gguf", type=Path, help="weights for the embedded model (default: LOCAL_MODEL_PATH, then download or the offline packages)")
     g.add_argument("--max-iters", type=non_negative_int, default=5, help="repair turns after the first attempt (0: one attempt, no feedback; default 5)")
-    g.add_argument("--feedback", choices=FEEDBACK_MODES, default="tests", help="what run_code tests against: the task's tests (default), only the docstring examples, or nothing")
+    # fix: what run_code tests against (default: the tests). eval refuses it: --protocol decides there.
+    g.add_argument("--feedback", choices=FEEDBACK_MODES, default=None, help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses --protocol instead")
     g.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where candidates run (default: the strongest that works here)")
     g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     g.add_argument("--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)")

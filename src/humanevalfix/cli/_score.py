@@ -1,4 +1,5 @@
-"""`score`: a generations file (bigcode-evaluation-harness format) scored with this tool's executor."""
+"""`score`: a generations file (bigcode-evaluation-harness format) scored with this tool's executor,
+or one of our results files scored again with the robustness check (pass@1+) added."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ from rich.console import Console
 from humanevalfix.cli._options import non_negative_int, positive_float, positive_int
 from humanevalfix.sandbox.factory import SANDBOXES
 
-HELP = "score a generations file (bigcode-evaluation-harness format) with this tool's executor"
+HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("generations", type=Path, help="a JSON list (dataset order) of lists of code strings")
+    p.add_argument("generations", type=Path, help="a JSON list (dataset order) of lists of code strings, or a results file of this tool (re-scored, pass@1+ added)")
     p.add_argument("--dataset-path", help="the dataset (default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy)")
     p.add_argument("--limit-start", type=non_negative_int, default=0, help="the dataset row of the first entry (as the harness's --limit_start)")
     p.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where candidates run (default: the strongest that works here)")
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
-    p.add_argument("--out", type=Path, help="write the per-task verdicts as JSON")
+    p.add_argument("--out", type=Path, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
     p.add_argument("--verbose", "-v", action="store_true", help="a line per task")
 
 
@@ -30,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from humanevalfix.evaluation.results import write_atomic
     from humanevalfix.sandbox.executor import Limits
 
+    from humanevalfix.jsonio import read_json
+
+    if isinstance(read_json(args.generations, "generations or results file"), dict):
+        return _rescore(args)
     generations = read_generations(args.generations)
     data = ds.load(ds.resolve_path(args.dataset_path))
     verdicts = score_generations(
@@ -49,4 +54,28 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         write_atomic(args.out, document)
         console.print(f"verdicts: {args.out}")
+    return 0
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from humanevalfix.evaluation.rescore import rescore
+    from humanevalfix.evaluation.results import write_atomic
+    from humanevalfix.reports.summary import summary_table
+    from humanevalfix.sandbox.executor import Limits
+    from humanevalfix.sandbox.factory import build_executor
+
+    console = Console(stderr=True)
+    executor = build_executor(args.sandbox, Limits(timeout_s=args.timeout))
+    try:
+        done = rescore(args.generations, executor, args.dataset_path)
+    finally:
+        executor.close()
+    from humanevalfix.evaluation.results import Summary
+
+    console.print(summary_table(Summary(**done.document["summary"]), done.document["config"]))
+    if done.changed:
+        console.print(f"[yellow]{len(done.changed)} verdict(s) differ from the recorded ones:[/] {', '.join(done.changed[:10])}")
+    if args.out:
+        write_atomic(args.out, done.document)
+        console.print(f"results: {args.out}")
     return 0

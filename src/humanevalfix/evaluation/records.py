@@ -35,6 +35,13 @@ class TaskRecord:
     error: str | None = None  # infrastructure failure (API, executor), kept apart from model failures
     sample: int = 0  # which of --samples n
     buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
+    # evaluation.robustness, for passing candidates: agrees with the canonical solution on inputs
+    # near the test's (None: not checked); the first disagreement; branches that look fitted to the asserts
+    plus: bool | None = None
+    plus_first: bool | None = None
+    plus_inputs: int = 0
+    plus_example: str | None = None
+    suspect_hardcoding: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -32,6 +32,13 @@ class Summary:
     samples: int = 1
     pass_at_k_first: dict[str, float] = field(default_factory=dict)
     pass_at_k_final: dict[str, float] = field(default_factory=dict)
+    # pass@1+ (evaluation.robustness): passes that also agree with the canonical solution beyond
+    # the test's inputs; None when no passing candidate was checked (older runs, no canonical code)
+    passed_plus: int | None = None
+    passed_first_plus: int | None = None
+    pass_at_1_plus_first: float | None = None
+    pass_at_1_plus_final: float | None = None
+    suspect_hardcoding: int = 0  # passing final candidates with a branch that looks fitted to the asserts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,7 +71,24 @@ def summarize(records: list[TaskRecord], wall_s: float, price_in: float | None =
         samples=max((n for n, _ in counts_by_task((r.task_id, r.passed) for r in records).values()), default=1),
         pass_at_k_first=pass_at_ks((r.task_id, r.passed_first) for r in records),
         pass_at_k_final=pass_at_ks((r.task_id, r.passed) for r in records),
+        **_plus_fields(records),
     )
+
+
+def _plus_fields(records: list[TaskRecord]) -> dict[str, Any]:
+    n = len(records)
+    checked = any(r.plus is not None for r in records if r.passed) or any(r.plus_first is not None for r in records if r.passed_first)
+    if not n or not checked:
+        return {"suspect_hardcoding": sum(1 for r in records if r.passed and r.suspect_hardcoding)}
+    final = sum(1 for r in records if r.passed and r.plus is True)
+    first = sum(1 for r in records if r.passed_first and r.plus_first is True)
+    return {
+        "passed_plus": final,
+        "passed_first_plus": first,
+        "pass_at_1_plus_first": round(first / n, 4),
+        "pass_at_1_plus_final": round(final / n, 4),
+        "suspect_hardcoding": sum(1 for r in records if r.passed and r.suspect_hardcoding),
+    }
 
 
 def write_atomic(path: Path, data: dict[str, Any]) -> None:

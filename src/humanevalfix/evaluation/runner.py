@@ -18,17 +18,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
+from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.config import RESUME_DEFAULTS, RESUME_KEYS, RESUME_OPTIONS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from humanevalfix.errors import UserError
 from humanevalfix.jsonio import read_json
 from humanevalfix.sandbox.executor import Executor, Limits
+from humanevalfix.models.embedded import ServerOptions
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
 from humanevalfix.evaluation.results import Summary, results_document, summarize, write_atomic
 from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
+from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.scorer import score
 
 log = logging.getLogger(__name__)
@@ -57,6 +60,8 @@ def run_task(
     start = time.monotonic()
     result = repair(request_for_task(task, settings), model, executor, settings, mode, stop)
     verdict = score(result.first_code, result.final_code, task, executor)
+    plus = robustness.check(result.final_code, task, executor, verdict.passed)
+    plus_first = plus if result.first_code == result.final_code else robustness.check(result.first_code, task, executor, verdict.passed_first)
     record = TaskRecord(
         task_id=task.task_id,
         entry_point=task.entry_point,
@@ -69,6 +74,11 @@ def run_task(
         error=result.error or verdict.error,
         sample=sample,
         buggy_code=task.buggy_code,
+        plus=plus.plus,
+        plus_first=plus_first.plus,
+        plus_inputs=plus.inputs,
+        plus_example=plus.example,
+        suspect_hardcoding=list(plus.suspect_hardcoding),
         **agent_fields(result),
     )
     return record, result
@@ -128,6 +138,8 @@ def _check_resume(old: dict[str, Any], new: dict[str, Any], path: Path) -> None:
         if key == "task_ids":
             continue  # taken from the stream
         before, now = old.get(key, RESUME_DEFAULTS.get(key)), new.get(key)
+        if key == "protocol":
+            before = protocol_of(old)  # runs from before --protocol: from their docstring and feedback
         if before != now:
             raise UserError(
                 f"--resume {path}: option {RESUME_OPTIONS.get(key, key)} differs from the interrupted run "
@@ -201,7 +213,7 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
     pool = ExecutorPool(executor_factory(config.sandbox, limits), executor_slots(config.workers))
     try:
-        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf) as endpoint:
+        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=ServerOptions(prompt_lookup=config.prompt_lookup)) as endpoint:
             preset = endpoint.preset
             run_cfg = replace(config, preset=preset)
             public = public_config(

@@ -33,7 +33,14 @@ from humanevalfix.models.presets import Preset
 # tolerates sharing better and still gains from the second core.
 DEFAULT_THREADS = 1
 DEFAULT_BATCH_THREADS = 2
-DEFAULT_CTX = 4096
+# The longest prompt of the committed 164-task runs is 1,892 tokens, plus at most 384 generated;
+# 8192 leaves room for longer conversations and models that tokenize less densely (~200 MB of KV
+# cache for the 0.5B model).
+DEFAULT_CTX = 8192
+# Prompt-lookup decoding: draft tokens are copied from the prompt where the reply repeats it, and
+# a repaired function mostly repeats the buggy one. The model checks every drafted token, so
+# greedy replies do not change (bench/local_speed.py compares them); 0 turns it off.
+DEFAULT_PROMPT_LOOKUP = 10
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_CHARS = 2000
@@ -59,6 +66,7 @@ class ServerOptions:
     batch_threads: int = DEFAULT_BATCH_THREADS
     n_ctx: int = DEFAULT_CTX
     n_batch: int = 512
+    prompt_lookup: int = DEFAULT_PROMPT_LOOKUP  # draft tokens per step; 0: plain decoding
     host: str = "127.0.0.1"
     port: int | None = None  # None: a free port
     start_timeout_s: float = START_TIMEOUT_S
@@ -98,8 +106,13 @@ def server_command(gguf: Path, model_id: str, port: int, options: ServerOptions)
         "--n_batch", str(options.n_batch),
         # A later request must not cut off one in flight (the default interrupts it).
         "--interrupt_requests", "False",
+        *_draft_options(options.prompt_lookup),
         *options.extra,
     ]
+
+
+def _draft_options(tokens: int) -> list[str]:
+    return ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(tokens)] if tokens > 0 else []
 
 
 def log_tail(path: Path) -> str:

@@ -8,7 +8,7 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
 from humanevalfix.evaluation.dataset import Task
@@ -16,6 +16,9 @@ from humanevalfix.errors import ConfigError
 from humanevalfix.models.keys import KeyPool, split_keys
 from humanevalfix.models.oracle import OracleModel
 from humanevalfix.models.presets import Preset
+
+if TYPE_CHECKING:
+    from humanevalfix.models.embedded import ServerOptions
 
 # Servers that take any key (vLLM, llama.cpp, Ollama) still need a non-empty string for the SDK.
 PLACEHOLDER_KEY = "not-needed"
@@ -61,6 +64,7 @@ def open_endpoint(
     retry: RetryPolicy,
     gguf: Path | None = None,
     environ: dict[str, str] | None = None,
+    server: ServerOptions | None = None,  # the embedded model's server (provider local)
 ) -> Iterator[Endpoint]:
     if preset.provider == "oracle":
         yield Endpoint(OracleModel(preset.model.split(":", 1)[1], tasks), preset, 0)
@@ -68,7 +72,7 @@ def open_endpoint(
     if preset.provider == "local":
         from humanevalfix.models.embedded import embedded_server
 
-        with embedded_server(preset, gguf) as served:
+        with embedded_server(preset, gguf, server) as served:
             # One CPU server answers one request at a time, slowly when the machine is busy: a
             # client timeout would only queue the same request again behind the abandoned one.
             retry = replace(retry, timeout_s=max(retry.timeout_s, LOCAL_TIMEOUT_S))

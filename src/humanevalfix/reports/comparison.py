@@ -54,6 +54,19 @@ def task_scores(records: Iterable[TaskRecord], attr: str = "passed") -> dict[str
     return {t: c[t] / n[t] for t in n}
 
 
+def plus_scores(records: list[TaskRecord]) -> dict[str, float] | None:
+    """Per task, the share of samples that passed and agreed with the canonical solution (pass@1+);
+    None for a run whose passes were never checked (older runs)."""
+    if not any(r.plus is not None for r in records if r.passed):
+        return None
+    n: dict[str, int] = defaultdict(int)
+    c: dict[str, int] = defaultdict(int)
+    for r in records:
+        n[r.task_id] += 1
+        c[r.task_id] += int(r.passed and r.plus is True)
+    return {t: c[t] / n[t] for t in n}
+
+
 @dataclass(frozen=True)
 class Comparison:
     a: Run
@@ -68,6 +81,8 @@ class Comparison:
     p_value: float
     interval: tuple[float, float]  # of final(B) - final(A)
     notes: list[str] = field(default_factory=list)
+    plus_a: float | None = None  # pass@1+ after repair on the common tasks; None: that run was not checked
+    plus_b: float | None = None
 
     @property
     def binary(self) -> bool:
@@ -85,6 +100,9 @@ def compare_runs(a: Run, b: Run) -> Comparison:
     notes: list[str] = []
     if a.config.get("dataset_sha256") != b.config.get("dataset_sha256"):
         notes.append("The two runs used different dataset files (sha256 differs): the same task id may not be the same task.")
+    if a.protocol != b.protocol:
+        notes.append(f"The runs used different protocols ({a.protocol} and {b.protocol}): the models saw different information.")
+    pa, pb = plus_scores(a.records), plus_scores(b.records)
     only = len(fa) + len(fb) - 2 * len(common)
     if only:
         notes.append(f"{only} task(s) appear in only one run and are left out of the comparison.")
@@ -101,6 +119,8 @@ def compare_runs(a: Run, b: Run) -> Comparison:
         p_value=mcnemar_exact(len(b_wins), len(a_wins)),
         interval=paired_bootstrap([fa[t] for t in common], [fb[t] for t in common]),
         notes=notes,
+        plus_a=sum(pa.get(t, 0.0) for t in common) / len(common) if pa is not None else None,
+        plus_b=sum(pb.get(t, 0.0) for t in common) / len(common) if pb is not None else None,
     )
 
 
@@ -136,7 +156,11 @@ def comparison_table(cmp: Comparison) -> Table:
     table.add_column("A")
     table.add_column("B")
     table.add_row("run", cmp.a.label, cmp.b.label)
+    same = cmp.a.protocol == cmp.b.protocol
+    note = "" if same else " [red](differs: the runs saw different information)[/]"
+    table.add_row("protocol", cmp.a.protocol + note, cmp.b.protocol)
     table.add_row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
     table.add_row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
+    table.add_row("pass@1+, after repair", *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in (cmp.plus_a, cmp.plus_b)))
     table.add_row("tasks won", str(len(cmp.a_wins)), str(len(cmp.b_wins)))
     return table

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import TaskRecord
@@ -33,6 +34,10 @@ class Run:
     @property
     def label(self) -> str:
         return f"{self.config.get('model') or '?'} ({self.path.name})"
+
+    @property
+    def protocol(self) -> str:
+        return protocol_of(self.config)
 
     @property
     def price(self) -> tuple[float | None, float | None]:
@@ -152,12 +157,16 @@ def summary_lines(run: Run) -> list[str]:
         f"model: {c.get('model')} ({c.get('provider')})",
         f"dataset: {Path(str(c.get('dataset_source', '?'))).name}",
         f"task runs: {n}" + (f" ({c.get('samples')} independent repair runs per task)" if int(c.get("samples") or 1) > 1 else ""),
-        f"feedback: {c.get('feedback')}, max iterations {c.get('max_iters')}"
-        + ("; prompt without the docstring" if c.get("docstring") is False else ""),
+        f"protocol: {describe(protocol_of(c))}; max iterations {c.get('max_iters')}",
         "sandbox: " + sandbox_text(c),
         f"pass@1 first attempt: {100 * float(s.get('pass_at_1_first', 0)):.1f}%",
         f"pass@1 after repair: {100 * float(s.get('pass_at_1_final', 0)):.1f}%",
     ]
+    if s.get("pass_at_1_plus_final") is not None:
+        lines.append(
+            f"pass@1+ first / after repair: {100 * float(s.get('pass_at_1_plus_first') or 0):.1f}% / {100 * float(s['pass_at_1_plus_final']):.1f}%"
+            + (f" ({s.get('suspect_hardcoding')} suspect hard-coding)" if s.get("suspect_hardcoding") else "")
+        )
     if int(s.get("samples") or 1) > 1:
         for name, key in (("first", "pass_at_k_first"), ("final", "pass_at_k_final")):
             values = s.get(key) or {}

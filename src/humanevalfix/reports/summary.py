@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.evaluation.results import Summary
 
 
@@ -25,11 +26,14 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("model", f"{config.get('model')} ({config.get('provider')})")
     table.add_row("tool calling", str(config.get("tool_mode", "")))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
-    table.add_row("feedback", f"{config.get('feedback')}, max iterations {config.get('max_iters')}")
-    if config.get("docstring") is False:
-        table.add_row("prompt", "without the task's docstring (--no-docstring)")
+    table.add_row("protocol", f"{describe(protocol_of(config))}; max iterations {config.get('max_iters')}")
     table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
+    if summary.passed_plus is not None and summary.passed_first_plus is not None:
+        # Beside pass@1, not instead: pass@1 is what published tables report.
+        table.add_row("pass@1+, first / after repair", f"{_pct(summary.passed_first_plus, summary.tasks)} / {_pct(summary.passed_plus, summary.tasks)} (passes that also agree with the canonical solution on nearby inputs)")
+    if summary.suspect_hardcoding:
+        table.add_row("suspect hard-coding", f"{summary.suspect_hardcoding} passing candidate(s) branch on test literals (see suspect_hardcoding per task)")
     if summary.samples > 1:
         table.add_row("samples", f"{summary.samples} independent repair runs per task (unbiased pass@k estimator)")
         table.add_row("pass@k, first attempt", _passk(summary.pass_at_k_first))

@@ -1,0 +1,72 @@
+"""A finished results file scored again: verdicts re-run and the robustness check (pass@1+) added.
+
+Runs from before pass@1+ existed are worth keeping comparable, and a model call is the expensive
+part: the first and final code are in the file, so scoring them again costs seconds. The agent's
+own records (attempts, tokens, turns) are kept as they are. A verdict that comes out differently
+from the recorded one is never changed silently: its task is listed in `config.rescored` and printed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from humanevalfix import __version__
+from humanevalfix.agent.protocols import protocol_of
+from humanevalfix.errors import UserError
+from humanevalfix.evaluation import robustness
+from humanevalfix.evaluation.generations import dataset_for
+from humanevalfix.evaluation.records import TaskRecord
+from humanevalfix.evaluation.results import load_results, results_document, summarize
+from humanevalfix.evaluation.scorer import score
+from humanevalfix.sandbox.executor import Executor
+
+
+@dataclass(frozen=True)
+class Rescored:
+    document: dict[str, Any]
+    changed: list[str]  # task ids whose verdict differs from the recorded one
+
+
+def rescore(path: Path, executor: Executor, dataset_path: str | None = None) -> Rescored:
+    data = load_results(path)
+    config = dict(data.get("config") or {})
+    dataset = dataset_for(data, dataset_path)
+    tasks = {t.task_id: t for t in dataset.tasks}
+    records, changed = [], []
+    for raw in data["tasks"]:
+        record = TaskRecord.from_dict(raw)
+        task = tasks.get(record.task_id)
+        if task is None:
+            raise UserError(f"{path}: task {record.task_id} is not in the dataset {dataset.source}")
+        verdict = score(record.first_code, record.final_code, task, executor)
+        if (verdict.passed, verdict.passed_first) != (record.passed, record.passed_first):
+            changed.append(record.task_id)
+        plus = robustness.check(record.final_code, task, executor, verdict.passed)
+        plus_first = plus if record.first_code == record.final_code else robustness.check(record.first_code, task, executor, verdict.passed_first)
+        records.append(
+            replace(
+                record,
+                passed=verdict.passed,
+                passed_first=verdict.passed_first,
+                score_message=verdict.message,
+                plus=plus.plus,
+                plus_first=plus_first.plus,
+                plus_inputs=plus.inputs,
+                plus_example=plus.example,
+                suspect_hardcoding=list(plus.suspect_hardcoding),
+            )
+        )
+    wall = float((data.get("summary") or {}).get("wall_s") or 0.0)
+    price = ((config.get("preset") or {}).get("price_per_1m")) or {}
+    config["protocol"] = protocol_of(config)  # older runs: inferred from docstring and feedback
+    config["rescored"] = {
+        "project_version": __version__,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "executor": getattr(executor, "name", "?"),
+        "verdicts_changed": changed,
+    }
+    summary = summarize(records, wall, price.get("input"), price.get("output"))
+    return Rescored(results_document(config, summary, records, str(data.get("status") or "complete")), changed)
