@@ -128,3 +128,30 @@ def test_a_run_records_plus_per_task_and_pass_at_1_plus(
     console = Console(file=io.StringIO(), width=200)
     console.print(summary_table(s, outcome.config))
     assert "pass@1+" in console.file.getvalue() and "1/4 (25.0%)" in console.file.getvalue()
+
+
+def test_score_adds_pass_at_1_plus_to_a_finished_run(tmp_path: Path, dataset_path: Path) -> None:
+    """A results file from before pass@1+ (no plus fields, no protocol) is scored again by `score`."""
+    from .conftest import run_cli
+
+    out = tmp_path / "old.json"
+    proc = run_cli(["--model", "oracle:canonical", "--limit", "3", "--dataset-path", str(dataset_path), "--out", str(out)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    old = json.loads(out.read_text(encoding="utf-8"))
+    for task in old["tasks"]:
+        for key in ("plus", "plus_first", "plus_inputs", "plus_example", "suspect_hardcoding"):
+            task.pop(key)
+    for key in ("passed_plus", "passed_first_plus", "pass_at_1_plus_first", "pass_at_1_plus_final"):
+        old["summary"].pop(key)
+    del old["config"]["protocol"]
+    old["config"]["docstring"] = True  # as the default was then
+    out.write_text(json.dumps(old), encoding="utf-8")
+
+    rescored = tmp_path / "rescored.json"
+    proc = run_cli(["score", str(out), "--dataset-path", str(dataset_path), "--out", str(rescored)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(rescored.read_text(encoding="utf-8"))
+    assert data["summary"]["passed_plus"] == 3 and data["summary"]["passed"] == 3
+    assert all(t["plus"] is True for t in data["tasks"])
+    assert data["config"]["protocol"] == "agent" and data["config"]["rescored"]["verdicts_changed"] == []
+    assert "pass@1+" in proc.stderr

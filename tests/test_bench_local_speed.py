@@ -1,0 +1,54 @@
+"""bench/local_speed.py's parts that need no model: settings, the server's timings, the table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import local_speed  # noqa: E402
+
+from humanevalfix.errors import UserError
+from humanevalfix.models.embedded import ServerOptions, server_command
+
+LOG = """\
+llama_perf_context_print: prompt eval time =    6117.01 ms /   576 tokens (   10.62 ms per token,    94.16 tokens per second)
+llama_perf_context_print:        eval time =      73.72 ms /     2 runs   (   36.86 ms per token,    27.13 tokens per second)
+llama_perf_context_print: prompt eval time =    1000.00 ms /   100 tokens (   10.00 ms per token,   100.00 tokens per second)
+llama_perf_context_print:        eval time =     300.00 ms /    10 runs   (   30.00 ms per token,    33.33 tokens per second)
+"""
+
+
+def test_settings_are_plain_or_pld_n() -> None:
+    assert local_speed.parse_setting("plain") == 0
+    assert local_speed.parse_setting("pld10") == 10
+    for bad in ("pld", "pld0", "pld99", "fast"):
+        with pytest.raises(UserError, match="--settings"):
+            local_speed.parse_setting(bad)
+
+
+def test_server_timings_are_summed_from_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(LOG, encoding="utf-8")
+    assert local_speed.server_perf(log) == (7117.01, 676, 373.72, 12)
+
+
+def test_the_server_is_started_with_prompt_lookup_unless_it_is_off() -> None:
+    on = server_command(Path("m.gguf"), "m", 1234, ServerOptions())
+    assert on[on.index("--draft_model") + 1] == "prompt-lookup-decoding"
+    assert on[on.index("--draft_model_num_pred_tokens") + 1] == "10"
+    off = server_command(Path("m.gguf"), "m", 1234, ServerOptions(prompt_lookup=0))
+    assert "--draft_model" not in off
+    assert on[on.index("--n_ctx") + 1] == "8192"
+
+
+def test_the_table_shows_speed_up_and_identical_replies(capsys: pytest.CaptureFixture[str]) -> None:
+    def result(name: str, loop_s: float, same: int | None) -> local_speed.SettingResult:
+        return local_speed.SettingResult(name, 0, loop_s, 40, 12, 12, 12, 0, 1000, 800, 100.0, 0, 0, 0, 0, same, 40 if same is not None else None)
+
+    local_speed.print_table([result("plain", 80.0, None), result("pld10", 40.0, 40)])
+    out = capsys.readouterr().out
+    assert "2.00x" in out and "40/40" in out and "(reference)" in out
