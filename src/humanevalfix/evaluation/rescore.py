@@ -44,19 +44,13 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None) -> 
         verdict = score(record.first_code, record.final_code, task, executor)
         if (verdict.passed, verdict.passed_first) != (record.passed, record.passed_first):
             changed.append(record.task_id)
-        plus = robustness.check(record.final_code, task, executor, verdict.passed)
-        plus_first = plus if record.first_code == record.final_code else robustness.check(record.first_code, task, executor, verdict.passed_first)
         records.append(
             replace(
                 record,
                 passed=verdict.passed,
                 passed_first=verdict.passed_first,
                 score_message=verdict.message,
-                plus=plus.plus,
-                plus_first=plus_first.plus,
-                plus_inputs=plus.inputs,
-                plus_example=plus.example,
-                suspect_hardcoding=list(plus.suspect_hardcoding),
+                **robustness.record_fields(record.first_code, record.final_code, task, executor, verdict.passed_first, verdict.passed),
             )
         )
     wall = float((data.get("summary") or {}).get("wall_s") or 0.0)

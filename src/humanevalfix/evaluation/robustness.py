@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from humanevalfix.evaluation.dataset import Task
+from humanevalfix.evaluation.hardcoding import hardcoding
 from humanevalfix.sandbox.executor import Executor
 
 MAX_INPUTS = 50
 PER_CALL_S = 0.5  # one call of either solution; longer is skipped (canonical) or a disagreement (candidate)
 BUDGET_S = 4.0  # all the inputs of one candidate, so a task never takes longer than this to check
 INPUTS_MARK = "HEFIX-PLUS-INPUTS"
-TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -331,66 +331,6 @@ def _compared(output: str) -> int:
     return 0
 
 
-# --- the static check -----------------------------------------------------------------------------
-
-
-def _literals(source: str) -> set[str]:
-    """repr of every literal (constants and literal containers) in the source, trivial ones left out."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)):
-            try:
-                found.add(repr(ast.literal_eval(node)))
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-    return found - TRIVIAL
-
-
-def hardcoding(code: str, task: Task) -> tuple[str, ...]:
-    """Branches that compare a parameter to a test literal and return another, unseen in the buggy code."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return ()
-    from_tests = _literals(task.test) - _literals(task.buggy_code)
-    lines = code.splitlines()
-    found: list[str] = []
-    for func in ast.walk(tree):
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}
-        for node in ast.walk(func):
-            if isinstance(node, (ast.If, ast.IfExp)) and _compares_param_to(node.test, params, from_tests):
-                body = node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
-                if any(_returns_literal(stmt, from_tests) for stmt in body):
-                    found.append(f"line {node.lineno}: {lines[node.lineno - 1].strip()[:160]}")
-    return tuple(dict.fromkeys(found))
-
-
-def _compares_param_to(test: ast.expr, params: set[str], literals: set[str]) -> bool:
-    for node in ast.walk(test):
-        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in node.ops):
-            sides = [node.left, *node.comparators]
-            if any(isinstance(s, ast.Name) and s.id in params for s in sides) and any(_literal_in(s, literals) for s in sides):
-                return True
-    return False
-
-
-def _returns_literal(stmt: ast.stmt, literals: set[str]) -> bool:
-    return isinstance(stmt, ast.Return) and stmt.value is not None and _literal_in(stmt.value, literals)
-
-
-def _literal_in(node: ast.expr, literals: set[str]) -> bool:
-    try:
-        return repr(ast.literal_eval(node)) in literals
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-
-
 def check(code: str | None, task: Task, executor: Executor, passed: bool) -> Robustness:
     """Both checks for a candidate that passed the full tests; nothing to check otherwise."""
     if not passed or code is None:
@@ -398,3 +338,15 @@ def check(code: str | None, task: Task, executor: Executor, passed: bool) -> Rob
     agrees, inputs, example = differential(code, task, executor)
     return Robustness(plus=agrees, inputs=inputs, example=example, suspect_hardcoding=hardcoding(code, task))
 
+
+def record_fields(first_code: str | None, final_code: str | None, task: Task, executor: Executor, passed_first: bool, passed: bool) -> dict[str, Any]:
+    """The TaskRecord fields of both checks, for the final candidate and the first (run once if they are the same)."""
+    final = check(final_code, task, executor, passed)
+    first = final if first_code == final_code else check(first_code, task, executor, passed_first)
+    return dict(
+        plus=final.plus,
+        plus_first=first.plus,
+        plus_inputs=final.inputs,
+        plus_example=final.example,
+        suspect_hardcoding=list(final.suspect_hardcoding),
+    )

@@ -60,8 +60,6 @@ def run_task(
     start = time.monotonic()
     result = repair(request_for_task(task, settings), model, executor, settings, mode, stop)
     verdict = score(result.first_code, result.final_code, task, executor)
-    plus = robustness.check(result.final_code, task, executor, verdict.passed)
-    plus_first = plus if result.first_code == result.final_code else robustness.check(result.first_code, task, executor, verdict.passed_first)
     record = TaskRecord(
         task_id=task.task_id,
         entry_point=task.entry_point,
@@ -74,11 +72,7 @@ def run_task(
         error=result.error or verdict.error,
         sample=sample,
         buggy_code=task.buggy_code,
-        plus=plus.plus,
-        plus_first=plus_first.plus,
-        plus_inputs=plus.inputs,
-        plus_example=plus.example,
-        suspect_hardcoding=list(plus.suspect_hardcoding),
+        **robustness.record_fields(result.first_code, result.final_code, task, executor, verdict.passed_first, verdict.passed),
         **agent_fields(result),
     )
     return record, result

@@ -1,0 +1,71 @@
+"""The static half of pass@1+: branches of a candidate that look fitted to the test's asserts.
+
+A branch that compares a parameter to a literal from the tests (one the buggy code does not have)
+and returns another test literal is how a repair loop hard-codes answers (`if n == 3: return 180`).
+It is a flag for a reader, not a verdict: evaluation.robustness decides `plus` by running code.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from humanevalfix.evaluation.dataset import Task
+
+TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0))
+
+
+def _literals(source: str) -> set[str]:
+    """repr of every literal (constants and literal containers) in the source, trivial ones left out."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)):
+            try:
+                found.add(repr(ast.literal_eval(node)))
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return found - TRIVIAL
+
+
+def hardcoding(code: str, task: Task) -> tuple[str, ...]:
+    """Branches that compare a parameter to a test literal and return another, unseen in the buggy code."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return ()
+    from_tests = _literals(task.test) - _literals(task.buggy_code)
+    lines = code.splitlines()
+    found: list[str] = []
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}
+        for node in ast.walk(func):
+            if isinstance(node, (ast.If, ast.IfExp)) and _compares_param_to(node.test, params, from_tests):
+                body = node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
+                if any(_returns_literal(stmt, from_tests) for stmt in body):
+                    found.append(f"line {node.lineno}: {lines[node.lineno - 1].strip()[:160]}")
+    return tuple(dict.fromkeys(found))
+
+
+def _compares_param_to(test: ast.expr, params: set[str], literals: set[str]) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in node.ops):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Name) and s.id in params for s in sides) and any(_literal_in(s, literals) for s in sides):
+                return True
+    return False
+
+
+def _returns_literal(stmt: ast.stmt, literals: set[str]) -> bool:
+    return isinstance(stmt, ast.Return) and stmt.value is not None and _literal_in(stmt.value, literals)
+
+
+def _literal_in(node: ast.expr, literals: set[str]) -> bool:
+    try:
+        return repr(ast.literal_eval(node)) in literals
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
