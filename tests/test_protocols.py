@@ -16,8 +16,8 @@ from humanevalfix.cli import build_parser, config_from_args
 from humanevalfix.config import RunConfig
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import UserError
-from humanevalfix.agent import AgentSettings, request_for_task
-from humanevalfix.agent.prompts import task_prompt
+from humanevalfix.agent import AgentSettings, Rewrite, request_for_task
+from humanevalfix.agent.prompts import rewrite_messages, task_prompt
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, protocol_of
 from humanevalfix.reports.summary import summary_table
 from humanevalfix.evaluation.runner import run_eval
@@ -54,9 +54,10 @@ def test_prompt_with_and_without_the_docstring(text_protocol: bool) -> None:
     assert bare == default.replace("\n\nWhat it should do:\n" + TASK.docstring.strip(), "")
     with_failure = prompt(TASK, text_protocol, docstring=False, current_failure="assert 3 == -1")
     assert "Return the sum" not in with_failure and "assert 3 == -1" in with_failure
-    # Without the description there is nothing to rewrite from.
-    assert request_for_task(TASK, AgentSettings(docstring=False)).rewrite is None
-    assert request_for_task(TASK, AgentSettings()).rewrite is not None
+    # Without the description a stuck model rewrites from the tests alone; with neither, not at all.
+    assert request_for_task(TASK, AgentSettings(docstring=False)).rewrite == Rewrite("", "def add(a, b):\n")
+    assert request_for_task(TASK, AgentSettings(docstring=False, feedback="none")).rewrite is None
+    assert request_for_task(TASK, AgentSettings()).rewrite == Rewrite(TASK.docstring, "def add(a, b):\n")
 
 
 def settings_for(protocol: str) -> AgentSettings:
@@ -77,9 +78,15 @@ def test_each_protocol_shows_exactly_its_information(text_protocol: bool) -> Non
     # What run_code runs against: the full tests, the example test, or nothing at all.
     runs = {name: request_for_task(TASK, settings_for(name)).tests for name in PROTOCOLS}
     assert runs == {"tests": TASK.test, "docs": None, "hidden": TASK.example_test, "agent": TASK.test}
-    # Rewriting from the description needs one (tests has none) and tests to check it (docs has none).
-    assert request_for_task(TASK, settings_for("tests")).rewrite is None
-    assert request_for_task(TASK, settings_for("agent")).rewrite is not None
+    # A rewrite is written from the description, else from the shown tests (tests); docs shows no
+    # tests to check one against, so its conversation never rewrites (TextConversation).
+    rewrites = {name: request_for_task(TASK, settings_for(name)).rewrite for name in PROTOCOLS}
+    assert {name: r.description if r else None for name, r in rewrites.items()} == {
+        "tests": "", "docs": TASK.docstring, "hidden": TASK.docstring, "agent": TASK.docstring
+    }
+    rewrite_prompt = rewrite_messages(request_for_task(TASK, settings_for("tests")))
+    assert "Return the sum" not in json.dumps(rewrite_prompt) and "return a - b" not in json.dumps(rewrite_prompt)
+    assert "passes the tests below" in rewrite_prompt[1]["content"] and "assert add(5, 5) == 10" in rewrite_prompt[1]["content"]
 
 
 def test_the_native_tool_does_not_promise_tests_it_will_not_run() -> None:

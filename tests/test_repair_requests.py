@@ -43,7 +43,7 @@ SCENARIOS: dict[str, tuple[str, bool, dict[str, Any], list[tuple[str, str]]]] = 
         "Python/10", False, {"max_iters": 5},
         [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong3"), ("fenced", "wrong4"), ("fenced", "wrong3"), ("fenced", "canonical")],
     ),
-    "text: no docstring, never a rewrite": (
+    "text: no docstring, rewrite from the tests": (
         "Python/0", False, {"max_iters": 3, "docstring": False},
         [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "badsig"), ("fenced", "syntax")],
     ),

@@ -35,7 +35,7 @@ class Target:
 class Rewrite:
     """The `rewrite` strategy's prompt: the function written anew from these, its buggy body not shown."""
 
-    description: str
+    description: str  # "" : written from the tests alone
     header: str  # imports, helpers and the `def` line(s), as in the code (codecheck.function_header)
 
 
@@ -72,12 +72,16 @@ def request_for_task(task: Task, settings: AgentSettings) -> RepairRequest:
     """The benchmark's request: the buggy function, its docstring (unless --no-docstring), the
     tests --feedback chooses; rewrite allowed where there is a description to write from."""
     described = settings.docstring and bool(task.docstring.strip())
+    tests = _feedback_test(task, settings.feedback)
+    # Without a description the shown tests are the specification (HumanEvalFixTests): a stuck
+    # model may still write the function anew from them; only with neither is there nothing to go on.
+    header = function_header(task.buggy_code, task.entry_point)
     return RepairRequest(
         task_id=task.task_id,
         target=Target(task.entry_point),
         code=task.buggy_code,
         check=partial(check_candidate, buggy_code=task.buggy_code, entry_point=task.entry_point),
-        tests=_feedback_test(task, settings.feedback),
+        tests=tests,
         description=task.docstring if settings.docstring else "",
-        rewrite=Rewrite(task.docstring, function_header(task.buggy_code, task.entry_point)) if described else None,
+        rewrite=Rewrite(task.docstring if described else "", header) if described or tests else None,
     )

@@ -111,6 +111,8 @@ You write Python functions from a description. Reply with the complete function 
 ```python code block, starting with the header you are given. Write no explanation, no tests \
 and no examples. Your code is run against the tests and you are told the result.
 """
+# ... and, with no description shown (--protocol tests), from the tests alone.
+REWRITE_FROM_TESTS_SYSTEM_PROMPT = REWRITE_SYSTEM_PROMPT.replace("from a description.", "from their tests.")
 
 
 def system_prompt(text_protocol: bool) -> str:
@@ -162,12 +164,12 @@ def rewrite_messages(request: RepairRequest) -> list[dict[str, Any]]:
     """The `rewrite` strategy's conversation: description, header and tests; the buggy body left out."""
     rewrite, name = request.rewrite, request.target.name
     if rewrite is None or request.tests is None:
-        raise ValueError(f"{request.task_id}: no rewrite without a description and tests")
-    parts = [
-        f"Write the function `{name}`.",
-        "",
-        "What it should do:",
-        rewrite.description.strip(),
+        raise ValueError(f"{request.task_id}: no rewrite without tests")
+    if rewrite.description.strip():
+        parts = [f"Write the function `{name}`.", "", "What it should do:", rewrite.description.strip()]
+    else:
+        parts = [f"Write the function `{name}` so that it passes the tests below."]
+    parts += [
         "",
         "Start from this header:",
         "```python",
@@ -181,7 +183,8 @@ def rewrite_messages(request: RepairRequest) -> list[dict[str, Any]]:
         "",
         f"Reply with the complete `{name}` in one ```python block.",
     ]
-    return [{"role": "system", "content": REWRITE_SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(parts)}]
+    system = REWRITE_SYSTEM_PROMPT if rewrite.description.strip() else REWRITE_FROM_TESTS_SYSTEM_PROMPT
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
 
 
 def _tests_text(test: str) -> str:
