@@ -133,9 +133,9 @@ def test_key_from_dotenv_in_the_working_directory_is_used(tmp_path: Path, datase
          "--limit", "1", "--retries", "1", "--out", str(out)],
         cwd=tmp_path,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # complete, with an infrastructure error
     [task] = results_of(out)["tasks"]
-    assert task["error"] and "Connection" in task["error"]
+    assert task["error"] and "Connection" in task["error"] and task["error_kind"] == "connection"
     assert "sk-test-dotenv-1234abcd" not in out.read_text(encoding="utf-8") + proc.stderr + proc.stdout
 
 

@@ -196,19 +196,22 @@ def test_401_on_one_key_drops_it_once_and_no_key_reaches_any_output(
         assert key not in caplog.text
 
 
-def test_every_key_rejected_is_an_error_for_each_task(
+def test_every_key_rejected_stops_the_run_at_once_naming_the_cause(
     monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, make_config: Callable[..., RunConfig]
 ) -> None:
+    """No task can succeed once every key is gone: the run stops (it used to retry each task and end 'complete')."""
     monkeypatch.setenv(KEYS_ENV, KEY_A)
     with ScriptedServer(lambda rec: error(401, f"Incorrect API key provided: {rec.api_key}")) as server:
         outcome = run_eval(make_config(server, tiny_dataset))
         assert len(server.chat_requests()) == 1  # no call is made with a dropped key
-    assert outcome.status == "complete"
-    assert all(r.error and "rejected" in r.error and not r.passed for r in outcome.records)
-    assert mask(KEY_A) in outcome.records[0].error  # type: ignore[operator]
-    assert outcome.summary.errors == 3
+    assert outcome.status == "aborted" and outcome.problem and "every API key was rejected" in outcome.problem
+    [record] = outcome.records  # the other tasks were never started: they run on --resume
+    assert record.error and "rejected" in record.error and record.error_kind == "auth" and not record.passed
+    assert mask(KEY_A) in record.error
+    assert results_of(outcome.results_path)["status"] == "aborted"
     for path in (outcome.results_path, outcome.stream_path):
         assert KEY_A not in path.read_text(encoding="utf-8")
+    assert KEY_A not in outcome.problem
 
 
 def test_request_timeout_is_retried_then_recorded_as_an_error(

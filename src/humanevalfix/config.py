@@ -47,6 +47,7 @@ class RunConfig:
     gguf: Path | None = None  # embedded model weights, when given by path
     prompt_lookup: int = 10  # embedded model: prompt-lookup draft tokens, 0 off (models.embedded)
     visualize: bool = False
+    skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
 
     @property
     def feedback(self) -> str:
@@ -71,20 +72,6 @@ def results_path_for_stream(stream: Path) -> Path:
     return stream.with_suffix(".json")
 
 
-# The fields that must match for --resume to continue a run rather than mix two.
-RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "protocol", "samples", "task_ids")
-# How the error names a differing key: as the option the user typed.
-RESUME_OPTIONS = {
-    "model": "--model",
-    "dataset_sha256": "--dataset-path (the file's contents)",
-    "max_iters": "--max-iters",
-    "protocol": "--protocol",
-    "samples": "--samples",
-}
-# What a key missing from an older run's config meant then (runs from before the key existed).
-RESUME_DEFAULTS = {"samples": 1}  # for streams written before these were recorded; protocol: agent.protocols.protocol_of
-
-
 def public_config(
     config: RunConfig,
     *,
@@ -94,7 +81,8 @@ def public_config(
     executor_name: str,
     isolation: str,
 ) -> dict[str, Any]:
-    """Enough to reproduce the run; holds no secret (key variable names only)."""
+    """Enough to reproduce the run; holds no secret (key variable names only). --resume compares
+    every field that affects results (evaluation.resume: all but the informational ones)."""
     p = config.preset
     return {
         "project_version": __version__,
@@ -103,6 +91,7 @@ def public_config(
         "provider": p.provider,
         "base_url": p.base_url,
         "sampling": {"temperatures": list(p.temperatures), "max_tokens": p.max_tokens},
+        "native_tools": p.native_tools,  # False: --text-tools (the tool described in the prompt)
         # Speed only (greedy replies are the same), recorded so timings can be compared like with like.
         "embedded_server": {"prompt_lookup": config.prompt_lookup} if p.provider == "local" else None,
         "max_iters": config.max_iters,

@@ -18,5 +18,11 @@ class ConfigError(UserError):
 class ModelCallError(Exception):
     """The model endpoint failed for good (retries exhausted, every key rejected).
 
-    An infrastructure failure: the task is recorded with an `error`, apart from model failures.
+    An infrastructure failure: the task is recorded with an `error`, apart from model failures;
+    except `kind == "context_exceeded"`, the model's own limit, which ends the repair like a budget.
+    `kind` also lets a run stop at once when the endpoint cannot work at all ("auth", "connection").
     """
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind

@@ -86,7 +86,11 @@ class _Repair:
                 if sender.retry_in_text(exc, self.mode):
                     result.tool_mode = self.mode.name
                     continue  # the same turn again, as text; no attempt was spent
-                result.error, result.stop_reason = str(exc), "error"
+                if exc.kind == "context_exceeded":
+                    # The model's own limit, like the budget: scored on what it produced so far.
+                    result.stop_reason = "context_exceeded"
+                    return result
+                result.error, result.error_kind, result.stop_reason = str(exc), exc.kind, "error"
                 return result
             self.transcript.append(sender.assistant_message(reply))
             call = first_usable(extract_calls(reply.content, reply.tool_calls, self.request.target.function))
@@ -148,7 +152,7 @@ class _Repair:
         run = self.executor.run(check.code, self.request.tests or "")
         attempt.exec_s = run.duration_s
         if run.status == "error":
-            result.error, result.stop_reason = f"executor: {run.message}", "error"
+            result.error, result.error_kind, result.stop_reason = f"executor: {run.message}", "executor", "error"
             attempt.outcome = "error"
             return False
         attempt.outcome = run.status

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -21,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("tasks")
     g.add_argument("--dataset-path", help="a .jsonl/.json/.parquet file (default: HUMANEVALFIX_DATASET, else bigcode/humanevalpack from the Hub when it answers, else the copy bundled with the package)")
     g.add_argument("--limit", type=positive_int, help="the first N tasks")
-    g.add_argument("--tasks", help="comma-separated task ids, e.g. Python/0,Python/10")
+    g.add_argument("--tasks", type=task_list, help="comma-separated task ids, e.g. Python/0,Python/10")
+    g.add_argument("--skip-bad-rows", action="store_true", help="leave out (and list) dataset rows whose test cannot score, instead of refusing the dataset")
     g.add_argument("--samples", type=positive_int, default=1, help="independent repair runs per task (for pass@k; use temperatures above 0)")
     g.add_argument(
         "--protocol",
@@ -46,6 +50,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--list-models", action="store_true", help="list the presets and exit")
 
 
+# Exit codes beyond argparse's and UserError's 2 (README, "Exit codes").
+EXIT_CODES = {"complete": 0, "complete_with_errors": 3, "aborted": 4, "interrupted": 130}
+# What a resumed run must not be given again: it continues the stored task list and files.
+_NOT_RESUMED = ("--limit", "--tasks", "--out", "--resume")
+
+
+def task_list(text: str) -> tuple[str, ...]:
+    ids = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not ids:
+        raise argparse.ArgumentTypeError("no task ids given (e.g. --tasks Python/0,Python/10)")
+    return ids
+
+
+def resume_command(prog: str, argv: list[str], stream: Path) -> str:
+    """The command that continues this run: the same options, its stream instead of the task selection."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _NOT_RESUMED:
+            skip = "=" not in arg
+            continue
+        kept.append(arg)
+    command = ["python", prog] if prog.endswith(".py") else prog.split()
+    return shlex.join([*command, *kept, "--resume", str(stream)])
+
+
 def _protocol(args: argparse.Namespace) -> str:
     if getattr(args, "legacy_no_docstring", False):
         raise ConfigError("--no-docstring: replaced by --protocol; use --protocol tests (buggy code + tests, no docstring)")
@@ -61,7 +95,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         preset=preset_from_args(args),
         dataset_path=resolve_path(args.dataset_path),
-        task_ids=tuple(t.strip() for t in args.tasks.split(",") if t.strip()) if args.tasks else None,
+        task_ids=args.tasks,
         limit=args.limit,
         max_iters=args.max_iters,
         protocol=_protocol(args),
@@ -79,12 +113,14 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         gguf=args.gguf,
         visualize=args.visualize,
         prompt_lookup=args.prompt_lookup,
+        skip_bad_rows=args.skip_bad_rows,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from humanevalfix.reports.summary import print_summary
-    from humanevalfix.evaluation.runner import run_eval
+    from humanevalfix.evaluation.runner import WORKER_PREFIX, run_eval
+    from humanevalfix.evaluation.stopping import workers_still_running
 
     console = Console(stderr=True)
     if args.list_models:
@@ -93,14 +129,26 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = config_from_args(args)
     outcome = run_eval(config, console)
-    print_summary(console, outcome.summary, outcome.config)
-    if config.visualize:
+    print_summary(console, outcome.summary, outcome.config, outcome.records)
+    if config.visualize and outcome.status != "aborted":
         from humanevalfix.reports.visualize import write_reports
 
         for path in write_reports(outcome.results_path):
             console.print(f"report: {path}")
+    if outcome.problem:
+        stopped = "run stopped: " if outcome.status == "aborted" else ""
+        console.print(f"[red]error:[/] {stopped}{outcome.problem}", highlight=False, soft_wrap=True)
     if outcome.status != "complete":
-        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: --resume {outcome.stream_path}")
-    console.print(f"results: {outcome.results_path}")
-    print(outcome.results_path)
-    return 130 if outcome.status == "interrupted" else 0
+        again = resume_command(getattr(args, "prog", "humanevalfix"), getattr(args, "argv", []), outcome.stream_path)
+        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {again}", highlight=False, soft_wrap=True)
+    if outcome.results_path.is_file():
+        console.print(f"results: {outcome.results_path}")
+        print(outcome.results_path)
+    code = EXIT_CODES[outcome.status]
+    if workers_still_running(WORKER_PREFIX):
+        # A call to a hung endpoint outlived the grace period: the interpreter would join it at
+        # exit, so leave without it (everything is written and flushed).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -67,6 +67,7 @@ def build_parser(prog: str = "humanevalfix") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(prog).parse_args(argv)
+    args.prog, args.argv = prog, argv  # for the commands that print how to run them again (--resume)
     level = logging.DEBUG if getattr(args, "debug", False) else logging.INFO if getattr(args, "verbose", False) else logging.WARNING
     # -v is a line per task from this package, not a line per HTTP request from the clients below
     # it (httpx, the SDKs, the Hub): other libraries speak at warning level unless --debug.

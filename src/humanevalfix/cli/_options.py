@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import urllib.parse
 from pathlib import Path
 
 from humanevalfix.agent import FEEDBACK_MODES
@@ -35,16 +37,30 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be above 0, got {value}")
     return value
+
+
+def base_urls(text: str) -> str:
+    """One or more http(s) URLs, comma-separated (checked here: a typo would only fail at the first call)."""
+    urls = [u.strip() for u in text.split(",") if u.strip()]
+    if not urls:
+        raise argparse.ArgumentTypeError("expected a URL such as http://localhost:8000/v1")
+    for url in urls:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise argparse.ArgumentTypeError(f"not an http(s) URL: {url!r} (e.g. http://localhost:8000/v1)")
+    return ",".join(urls)
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model", help="a preset from models.yaml (see --list-models), a raw model id, or oracle:canonical / oracle:buggy; default: the first provider with a key in the environment, else the embedded local model")
     g.add_argument("--provider", choices=SELECTABLE_PROVIDERS, help="override the preset's provider")
-    g.add_argument("--base-url", help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama)")
+    g.add_argument("--base-url", type=base_urls, help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama); several, comma-separated, share the run like keys")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key(s), comma-separated for several")
     g.add_argument("--temperatures", help="temperature by attempt, e.g. 0,0.3,0.5,0.7 (the last repeats)")
     g.add_argument("--max-tokens", type=positive_int, help="completion tokens per call")

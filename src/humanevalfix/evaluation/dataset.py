@@ -16,7 +16,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -57,6 +57,7 @@ class Dataset:
     tasks: list[Task]
     source: str  # a file path, HUB_SOURCE or BUNDLED_SOURCE
     sha256: str  # of the file bytes (or of the canonical JSONL of the rows for the Hub)
+    where: dict[str, str] = field(default_factory=dict)  # task_id -> its row (file:line), for errors
 
 
 def _field(row: dict[str, Any], name: str, where: str) -> str:
@@ -109,19 +110,28 @@ def read_rows(path: Path, bad_line: Callable[[str], Any] | None = None) -> Itera
     or, given `bad_line`, stands as `bad_line(problem)` (validate-dataset reports every row)."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
+        with path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                where = f"{path}:{lineno}"
                 try:
-                    yield f"{path}:{lineno}", json.loads(line)
+                    line = raw.decode("utf-8")
+                    if not line.strip():
+                        continue
+                    yield where, json.loads(line)
+                except UnicodeDecodeError as exc:
+                    problem = f"not UTF-8 text (byte {exc.start} of the line)"
+                    if bad_line is None:
+                        raise DatasetError(f"{where}: {problem}") from None
+                    yield where, bad_line(problem)
                 except json.JSONDecodeError as exc:
                     if bad_line is None:
-                        raise DatasetError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-                    yield f"{path}:{lineno}", bad_line(f"not valid JSON ({exc.msg})")
+                        raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
+                    yield where, bad_line(f"not valid JSON ({exc.msg})")
     elif suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         if not isinstance(data, list):
@@ -129,12 +139,21 @@ def read_rows(path: Path, bad_line: Callable[[str], Any] | None = None) -> Itera
         for index, row in enumerate(data):
             yield f"{path}[{index}]", row
     elif suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        for index, row in enumerate(pq.read_table(path).to_pylist()):
-            yield f"{path} row {index}", row
+        yield from _parquet_rows(path)
     else:
         raise DatasetError(f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json or .parquet)")
+
+
+def _parquet_rows(path: Path) -> Iterable[tuple[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow's errors (ArrowInvalid, OSError, ...) all mean "cannot read it"
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DatasetError(f"{path}: not a readable parquet file ({first})") from None
+    for index, row in enumerate(rows):
+        yield f"{path} row {index}", row
 
 
 def file_sha256(path: Path) -> str:
@@ -146,23 +165,29 @@ def file_sha256(path: Path) -> str:
 
 
 def load_file(path: Path) -> Dataset:
-    return Dataset(tasks=_tasks_in(path), source=str(path), sha256=file_sha256(path))
+    tasks, where = _tasks_in(path)
+    return Dataset(tasks=tasks, source=str(path), sha256=file_sha256(path), where=where)
 
 
-def _tasks_in(path: Path) -> list[Task]:
+def _tasks_in(path: Path) -> tuple[list[Task], dict[str, str]]:
+    if path.is_dir():
+        raise DatasetError(f"--dataset-path {path}: is a directory; give a .jsonl, .json or .parquet file")
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
     tasks: list[Task] = []
     seen: dict[str, str] = {}
-    for where, row in read_rows(path):
-        task = task_from_row(row, where)
-        if task.task_id in seen:
-            raise DatasetError(f"{where}: duplicate task_id {task.task_id!r} (first at {seen[task.task_id]})")
-        seen[task.task_id] = where
-        tasks.append(task)
+    try:
+        for where, row in read_rows(path):
+            task = task_from_row(row, where)
+            if task.task_id in seen:
+                raise DatasetError(f"{where}: duplicate task_id {task.task_id!r} (first at {seen[task.task_id]})")
+            seen[task.task_id] = where
+            tasks.append(task)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if not tasks:
         raise DatasetError(f"{path}: no tasks in file")
-    return tasks
+    return tasks, seen
 
 
 def bundled_path() -> Path:
@@ -180,7 +205,8 @@ def load_bundled() -> Dataset:
             f"the bundled dataset {path} has sha256 {digest}, not the published {BUNDLED_SHA256}: "
             "it was changed; reinstall the package or pass --dataset-path FILE"
         )
-    return Dataset(tasks=_tasks_in(path), source=BUNDLED_SOURCE, sha256=digest)
+    tasks, where = _tasks_in(path)
+    return Dataset(tasks=tasks, source=BUNDLED_SOURCE, sha256=digest, where=where)
 
 
 def _hub_rows() -> list[dict[str, Any]]:

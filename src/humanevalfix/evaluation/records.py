@@ -33,6 +33,7 @@ class TaskRecord:
     wall_s: float
     attempts: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # infrastructure failure (API, executor), kept apart from model failures
+    error_kind: str | None = None  # auth | connection | timeout | executor | other: what a run may conclude from it
     sample: int = 0  # which of --samples n
     buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
     # evaluation.robustness, for passing candidates: agrees with the canonical solution on inputs

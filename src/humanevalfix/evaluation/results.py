@@ -11,6 +11,7 @@ from typing import Any
 
 from humanevalfix.evaluation.passk import counts_by_task, pass_at_ks
 from humanevalfix.evaluation.records import TaskRecord
+from humanevalfix.evaluation.outputs import chmod_like_open
 from humanevalfix.errors import UserError
 from humanevalfix.jsonio import read_json
 
@@ -95,6 +96,7 @@ def write_atomic(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        chmod_like_open(fd)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
@@ -109,7 +111,7 @@ def write_atomic(path: Path, data: dict[str, Any]) -> None:
 
 def results_document(config: dict[str, Any], summary: Summary, records: list[TaskRecord], status: str) -> dict[str, Any]:
     return {
-        "status": status,  # complete | interrupted
+        "status": status,  # complete | complete_with_errors | interrupted | aborted
         "config": config,
         "summary": summary.to_dict(),
         "tasks": [r.to_dict() for r in records],

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -18,11 +17,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
-from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.models.client import ChatModel, RetryPolicy
-from humanevalfix.config import RESUME_DEFAULTS, RESUME_KEYS, RESUME_OPTIONS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
+from humanevalfix.config import RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from humanevalfix.errors import UserError
-from humanevalfix.jsonio import read_json
+from humanevalfix.evaluation import outputs, resume
+from humanevalfix.evaluation.health import EndpointHealth
+from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions
 from humanevalfix.models.providers import open_endpoint, preload_sdk
@@ -33,8 +33,10 @@ from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.scorer import score
+from humanevalfix.evaluation.validate import refuse_bad_rows
 
 log = logging.getLogger(__name__)
+WORKER_PREFIX = "task"  # the worker threads' names (the CLI checks for stuck ones at exit)
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,9 @@ class RunOutcome:
     summary: Summary
     config: dict[str, Any]
     records: list[TaskRecord]
-    status: str
+    status: str  # complete | complete_with_errors | interrupted | aborted
     loop_s: float = 0.0  # from the first task submitted to the last one finished (no start-up, no writing)
+    problem: str | None = None  # why an aborted run stopped (one line)
 
 
 def run_task(
@@ -70,6 +73,7 @@ def run_task(
         score_message=verdict.message,
         wall_s=round(time.monotonic() - start, 3),
         error=result.error or verdict.error,
+        error_kind=result.error_kind if result.error else ("executor" if verdict.error else None),
         sample=sample,
         buggy_code=task.buggy_code,
         **robustness.record_fields(result.first_code, result.final_code, task, executor, verdict.passed_first, verdict.passed),
@@ -116,31 +120,6 @@ def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> Non
     write_atomic(directory / _safe_name(record.task_id, record.sample), trace)
 
 
-def _prior_wall(out: Path, old_records: list[TaskRecord]) -> float:
-    """The interrupted run's wall time. Ctrl-C and SIGTERM leave a results file that has it; after
-    a crash only the tasks' own times are left, and their sum overstates it when workers > 1."""
-    if not old_records:
-        return 0.0
-    try:
-        return float(read_json(out)["summary"]["wall_s"])
-    except (UserError, ValueError, KeyError, TypeError):
-        return sum(r.wall_s for r in old_records)
-
-
-def _check_resume(old: dict[str, Any], new: dict[str, Any], path: Path) -> None:
-    for key in RESUME_KEYS:
-        if key == "task_ids":
-            continue  # taken from the stream
-        before, now = old.get(key, RESUME_DEFAULTS.get(key)), new.get(key)
-        if key == "protocol":
-            before = protocol_of(old)  # runs from before --protocol: from their docstring and feedback
-        if before != now:
-            raise UserError(
-                f"--resume {path}: option {RESUME_OPTIONS.get(key, key)} differs from the interrupted run "
-                f"({before!r} there, {now!r} now); rerun with the same options"
-            )
-
-
 def _progress(console: Console) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -154,37 +133,19 @@ def _progress(console: Console) -> Progress:
     )
 
 
-class _SigtermAsInterrupt:
-    """SIGTERM (a scheduler, a `kill`) stops like Ctrl-C: finished tasks are kept."""
-
-    def __enter__(self) -> None:
-        self._old = None
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGTERM, self._handler)
-
-    @staticmethod
-    def _handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGTERM, self._old)
-
-
-def _resumed_dataset(explicit: Path | None, old_config: dict[str, Any]) -> ds.Dataset:
-    """The source the interrupted run used, when no path is given and it is still here: the Hub and
-    the bundled copy hold the same tasks under different sha256s, and whether the Hub answers
-    may have changed since the run started."""
-    if explicit is None:
-        same = ds.recorded(str(old_config.get("dataset_source", "")))
-        if same is not None:
-            return same
-    return ds.load(explicit)
-
-
 def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
     console = console or Console(stderr=True)
-    preload_sdk(config.preset)
+    preload = preload_sdk(config.preset)
+    try:
+        return _run(config, console)
+    finally:
+        # An early error must not leave the interpreter exiting under a half-done import in
+        # another thread (it aborts with "FATAL: exception not rethrown").
+        if preload is not None:
+            preload.join()
+
+
+def _run(config: RunConfig, console: Console) -> RunOutcome:
     old_records: list[TaskRecord] = []
     old_config: dict[str, Any] | None = None
     if config.resume:
@@ -192,16 +153,23 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
         stream_file = config.resume if config.resume.suffix == ".jsonl" else stream_path(config.resume)
         old_config, old_records = read_stream(stream_file)
-        data = _resumed_dataset(config.dataset_path, old_config)
-        tasks = ds.select(data.tasks, old_config["task_ids"], None)
+        data = resume.dataset_for(config.dataset_path, old_config)
+        tasks = resume.tasks_of(data, old_config, stream_file)
         out = config.out or results_path_for_stream(stream_file)
     else:
         data = ds.load(config.dataset_path)
         tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
         out = config.out or default_out(config.preset)
         stream_file = stream_path(out)
+    tasks, skipped = refuse_bad_rows(data, tasks, config.skip_bad_rows)
+    for line in skipped:
+        console.print(f"[yellow]skipped (--skip-bad-rows):[/] {line}", highlight=False, soft_wrap=True)
     if not tasks:
         raise UserError("no tasks selected (check --tasks and --limit)")
+    # Before anything is spent: the outputs can be written.
+    outputs.check_file(out, "--out")
+    if config.traces:
+        outputs.check_folder(config.traces, "--traces")
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
@@ -218,12 +186,14 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
                 executor_name=pool.sample.name,
                 isolation=pool.sample.isolation,
             )
+            if skipped:
+                public["skipped_rows"] = skipped  # listed and counted, never scored
             stream = Stream(stream_file)
             if old_config is not None:
-                _check_resume(old_config, public, stream_file)
+                resume.check(old_config, public, stream_file)
                 public["started_at"] = old_config.get("started_at", public["started_at"])
             else:
-                stream.start(public)
+                _start(stream, public)
             settings = AgentSettings(
                 max_iters=config.max_iters,
                 feedback=config.feedback,
@@ -234,13 +204,27 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
             mode = ToolMode(preset.native_tools)
             outcome = _execute(
                 config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
-                _prior_wall(out, old_records),
+                resume.prior_wall(out, old_records),
             )
-            if outcome.status == "complete":
-                write_generations_beside(outcome.results_path, [t.task_id for t in data.tasks])
+            if outcome.status in ("complete", "complete_with_errors"):
+                try:
+                    write_generations_beside(outcome.results_path, [t.task_id for t in data.tasks])
+                except OSError as exc:  # secondary: `export` writes it again from the results file
+                    console.print(f"[yellow]warning:[/] the generations file was not written ({exc.strerror or exc}); `humanevalfix export` writes it from the results")
             return outcome
     finally:
         pool.close()
+
+
+def _start(stream: Stream, public: dict[str, Any]) -> None:
+    try:
+        stream.start(public)
+    except OSError as exc:
+        raise UserError(f"--out: cannot write the stream {stream.path} ({exc.strerror or exc})") from None
+
+
+class _Abort(Exception):
+    """The run cannot go on (an unusable endpoint, an output that cannot be written)."""
 
 
 def _execute(
@@ -264,66 +248,63 @@ def _execute(
         console.print(f"Resuming: {len(done)} finished task runs kept, {len(jobs)} to run.")
     stop = threading.Event()
     started = time.monotonic()
-    status = "complete"
-    lock = threading.Lock()
+    status, problem = "complete", None
+    health = EndpointHealth()
 
     def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
         return run_task(task, model, pool, settings, mode, stop, sample)
 
+    def keep(fut: Future[tuple[TaskRecord, AgentResult]]) -> TaskRecord | None:
+        if fut.cancelled() or fut.exception() is not None:
+            return None
+        record, result = fut.result()
+        if record.stop_reason == "interrupted":
+            return None  # not finished: it will run again on --resume
+        try:
+            stream.append(record)
+            if config.traces:
+                write_trace(config.traces, record, result)
+        except OSError as exc:
+            raise _Abort(f"cannot write {exc.filename or stream.path}: {exc.strerror or exc}") from None
+        done[record.key] = record
+        if config.debug:
+            console.print_json(json.dumps(result.messages, ensure_ascii=False))
+        return record
+
     total = len(tasks) * config.samples
-    with _SigtermAsInterrupt(), _progress(console) as progress:
-        bar = progress.add_task(
-            "repairing",
-            total=total,
-            completed=len(done),
-            passed=sum(r.passed for r in done.values()),
-            errors=0,
-        )
-        executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix="task")
-        futures: dict[Future[tuple[TaskRecord, AgentResult]], tuple[str, int]] = {
-            executor.submit(work, t, s): (t.task_id, s) for t, s in jobs
-        }
-        pending = set(futures)
+    with SigtermAsInterrupt(), _progress(console) as progress:
+        bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0)
+        executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix=WORKER_PREFIX)
+        pending: set[Future[tuple[TaskRecord, AgentResult]]] = {executor.submit(work, t, s) for t, s in jobs}
         try:
             while pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    if fut.cancelled():
+                    if not fut.cancelled() and fut.exception() is not None:
+                        raise fut.exception()  # type: ignore[misc]  # a bug, not a task's failure
+                    record = keep(fut)
+                    if record is None:
                         continue
-                    exc = fut.exception()
-                    if exc is not None:
-                        raise exc
-                    record, result = fut.result()
-                    if record.stop_reason == "interrupted":
-                        continue  # not finished: it will run again on --resume
-                    stream.append(record)
-                    if config.traces:
-                        write_trace(config.traces, record, result)
-                    with lock:
-                        done[record.key] = record
                     errors = sum(1 for r in done.values() if r.error)
                     progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors)
                     if config.verbose or config.debug:
                         _print_task(progress.console, record)
-                    if config.debug:
-                        progress.console.print_json(json.dumps(result.messages, ensure_ascii=False))
+                    reason = health.observe(record)
+                    if reason:
+                        raise _Abort(reason)
         except KeyboardInterrupt:
             status = "interrupted"
             stop.set()
-            progress.console.print("[yellow]Interrupted: finishing the calls in flight, keeping finished tasks…[/]")
-            for fut in pending:
-                fut.cancel()
-            for fut in pending:
-                if not fut.cancelled():
-                    try:
-                        record, result = fut.result()
-                    except Exception:
-                        continue
-                    if record.stop_reason != "interrupted":
-                        stream.append(record)
-                        done[record.key] = record
+            progress.console.print(
+                f"[yellow]Interrupted: finishing the calls in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now), keeping finished tasks…[/]"
+            )
+            problem = _wind_down(pending, keep)
+        except _Abort as exc:
+            status, problem = "aborted", str(exc)
+            stop.set()
+            _wind_down(pending, keep)
         finally:
-            executor.shutdown(wait=True, cancel_futures=True)
+            executor.shutdown(wait=False, cancel_futures=True)
 
     loop_s = time.monotonic() - started
     order = {(t.task_id, s): i for i, (t, s) in enumerate((t, s) for t in tasks for s in range(config.samples))}
@@ -331,9 +312,26 @@ def _execute(
     wall = time.monotonic() - started + prior_wall
     public = dict(public, tool_mode=mode.name, tool_mode_reason=mode.reason)
     summary = summarize(records, wall, preset.price_in, preset.price_out)
-    document = results_document(public, summary, records, "complete" if len(records) == total else status)
-    write_atomic(out, document)
-    return RunOutcome(out, stream.path, summary, public, records, document["status"], loop_s)
+    if len(records) == total:
+        status = "complete_with_errors" if summary.errors else "complete"
+    document = results_document(public, summary, records, status)
+    try:
+        with signals_held():
+            write_atomic(out, document)
+    except OSError as exc:
+        status = "aborted"
+        problem = f"cannot write the results file {out}: {exc.strerror or exc}; every finished task is in {stream.path}"
+    return RunOutcome(out, stream.path, summary, public, records, status, loop_s, problem)
+
+
+def _wind_down(pending: set[Future[tuple[TaskRecord, AgentResult]]], keep: Any) -> str | None:
+    """Keep what finishes within the grace period; a write failure meanwhile is the run's problem."""
+    for fut in wind_down(pending):
+        try:
+            keep(fut)
+        except _Abort as exc:
+            return str(exc)
+    return None
 
 
 def _print_task(console: Console, record: TaskRecord) -> None:

@@ -77,21 +77,51 @@ def _calls_at_top(tree: ast.Module, name: str) -> bool:
     return False
 
 
+def _test_problems(name: str, source: str, entry_point: str) -> list[str]:
+    problems: list[str] = []
+    if not source.strip():
+        return problems
+    tree = _parse(source, name, problems)
+    if tree is None:
+        return problems
+    if entry_point not in _names(tree):
+        problems.append(f"{name} never refers to `{entry_point}`, so it cannot test it")
+    if _defines(tree, "check") and not _calls_at_top(tree, "check"):
+        problems.append(f"{name} defines check() but never calls it: it would pass any code")
+    return problems
+
+
+def scoring_problems(task: ds.Task) -> list[str]:
+    """Why a row's `test` cannot score anything (it does not parse, never reaches the function, or
+    never runs its check): such a row would pass the buggy code or fail every candidate, so an eval
+    refuses it at load time, before any model call (the cheap part of validate-dataset)."""
+    return _test_problems("test", task.test, task.entry_point)
+
+
+def refuse_bad_rows(data: ds.Dataset, tasks: list[ds.Task], skip: bool) -> tuple[list[ds.Task], list[str]]:
+    """`tasks` without the rows that cannot be scored, and one line per such row. Unless `skip`,
+    any such row is a DatasetError naming its place in the file."""
+    kept: list[ds.Task] = []
+    bad: list[str] = []
+    for task in tasks:
+        problems = scoring_problems(task)
+        if problems:
+            bad.append(f"{data.where.get(task.task_id, data.source)}: {task.task_id}: {problems[0]}")
+        else:
+            kept.append(task)
+    if bad and not skip:
+        more = f" (and {len(bad) - 1} more row(s))" if len(bad) > 1 else ""
+        raise DatasetError(f"{bad[0]}{more}; fix the row(s) (see validate-dataset) or pass --skip-bad-rows")
+    return kept, bad
+
+
 def static_problems(task: ds.Task) -> list[str]:
     problems: list[str] = []
     buggy = _parse(task.buggy_code, "the buggy code", problems)
     if buggy is not None and not _defines(buggy, task.entry_point):
         problems.append(f"the buggy code does not define `{task.entry_point}` at top level")
     for name, source in (("test", task.test), ("example_test", task.example_test)):
-        if not source.strip():
-            continue
-        tree = _parse(source, name, problems)
-        if tree is None:
-            continue
-        if task.entry_point not in _names(tree):
-            problems.append(f"{name} never refers to `{task.entry_point}`, so it cannot test it")
-        if _defines(tree, "check") and not _calls_at_top(tree, "check"):
-            problems.append(f"{name} defines check() but never calls it: it would pass any code")
+        problems.extend(_test_problems(name, source, task.entry_point))
     if task.canonical_code is not None:
         canonical = _parse(task.canonical_code, "the canonical solution", problems)
         if canonical is not None and not _defines(canonical, task.entry_point):

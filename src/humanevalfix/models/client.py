@@ -112,6 +112,24 @@ def is_transient(exc: BaseException) -> bool:
     return is_timeout_or_connection(exc)
 
 
+# How a server says a prompt is longer than its context (OpenAI's code, vLLM, llama.cpp, TGI).
+_CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context length", "exceeds the context", "context window", "n_ctx")
+DEAD_SERVER_COOL_DOWN_S = 30.0  # one of several servers refusing connections: the others serve meanwhile
+
+
+def kind_of(exc: BaseException) -> str:
+    """For ModelCallError.kind: what a run can conclude from the last failure."""
+    status = status_of(exc)
+    text = str(exc).lower()
+    if status in (400, 413, 422) and any(word in text for word in _CONTEXT_WORDS):
+        return "context_exceeded"
+    if status in (401, 403):
+        return "auth"
+    if status is None and is_timeout_or_connection(exc):
+        return "timeout" if "timeout" in type(exc).__name__.lower() else "connection"
+    return "other"
+
+
 def describe(exc: BaseException) -> str:
     status = status_of(exc)
     text = str(exc).replace("\n", " ")[:300]
@@ -146,13 +164,13 @@ class OpenAIChatModel:
                     import together
 
                     client = together.Together(
-                        api_key=lease.key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout_s
+                        api_key=lease.key, base_url=lease.base_url or self.base_url, max_retries=0, timeout=self.retry.timeout_s
                     )
                 else:
                     import openai
 
                     client = openai.OpenAI(
-                        api_key=lease.key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout_s
+                        api_key=lease.key, base_url=lease.base_url or self.base_url, max_retries=0, timeout=self.retry.timeout_s
                     )
                 self._clients[lease.index] = client
             return client
@@ -179,7 +197,9 @@ class OpenAIChatModel:
                 self.keys.drop(lease.index, reason)
                 if self.keys.usable:
                     raise _KeyRejected(reason) from exc
-                raise ModelCallError(f"every API key was rejected ({reason})") from exc
+                raise ModelCallError(f"every API key was rejected ({reason})", kind="auth") from exc
+            elif kind_of(exc) == "connection" and len(self.keys) > 1:
+                self.keys.cool_down(lease.index, DEAD_SERVER_COOL_DOWN_S)
             raise
 
     def chat(self, request: ChatRequest) -> ChatReply:
@@ -202,7 +222,11 @@ class OpenAIChatModel:
         except ModelCallError:
             raise
         except Exception as exc:
-            raise ModelCallError(f"{self.keys.redact(describe(exc))} after {len(served)} attempt(s)") from exc
+            kind = kind_of(exc)
+            # A connection failure names the server: the usual cause is a wrong or dead --base-url.
+            server = self.keys.server(served[-1], always=kind == "connection") if served else None
+            where = f" ({server or self.base_url or 'the provider default endpoint'})" if server or kind == "connection" else ""
+            raise ModelCallError(f"{self.keys.redact(describe(exc))}{where} after {len(served)} attempt(s)", kind=kind) from exc
         choice = response.choices[0]
         message = choice.message  # both there: _checked said so
         calls = [

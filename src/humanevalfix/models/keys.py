@@ -1,4 +1,9 @@
-"""A pool of API keys shared by concurrent workers: round-robin, 429 cool-down, 401/403 drop."""
+"""A pool of API keys (and servers) shared by concurrent workers: round-robin, 429 cool-down, 401/403 drop.
+
+Several `--base-url`s (one run spread over several vLLM/TGI/llama.cpp servers) are pooled the same
+way: each slot is one (server, key) pair, so a server that refuses connections cools down and an
+endpoint that rejects its key is dropped, exactly like a key.
+"""
 
 from __future__ import annotations
 
@@ -22,18 +27,31 @@ def split_keys(value: str | None) -> list[str]:
     return [k.strip() for k in (value or "").split(",") if k.strip()]
 
 
+def split_urls(value: str | None) -> list[str | None]:
+    """`--base-url a,b`: the servers of one run ([None]: the SDK's default endpoint)."""
+    urls = [u.strip() for u in (value or "").split(",") if u.strip()]
+    return list(urls) if urls else [None]
+
+
 @dataclass(frozen=True)
 class Lease:
-    index: int  # position in the key variable (0-based); recorded instead of the key
+    index: int  # the slot (key position, times the server's when there are several); recorded instead of the key
     key: str
+    base_url: str | None = None
 
 
 class KeyPool:
-    def __init__(self, keys: list[str], clock: Callable[[], float] = time.monotonic) -> None:
-        self._keys = list(keys)
+    def __init__(
+        self, keys: list[str], clock: Callable[[], float] = time.monotonic, urls: list[str | None] | None = None
+    ) -> None:
+        servers = urls or [None]
+        # Servers vary fastest, so consecutive calls go to different servers first.
+        slots = [(k, u) for k in keys for u in servers]
+        self._keys = [k for k, _ in slots]
+        self._urls = [u for _, u in slots]
         self._clock = clock
-        self._cool_until = [0.0] * len(keys)
-        self._dropped = [False] * len(keys)
+        self._cool_until = [0.0] * len(slots)
+        self._dropped = [False] * len(slots)
         self._next = 0
         self._cond = threading.Condition()
 
@@ -58,7 +76,7 @@ class KeyPool:
                     i = (self._next + step) % len(self._keys)
                     if not self._dropped[i] and self._cool_until[i] <= now:
                         self._next = (i + 1) % len(self._keys)
-                        return Lease(i, self._keys[i])
+                        return Lease(i, self._keys[i], self._urls[i])
                 wake = min(self._cool_until[i] for i in live)
                 if wake > give_up:
                     raise ModelCallError("every API key is rate-limited for longer than the wait allows")
@@ -82,4 +100,13 @@ class KeyPool:
                 return
             self._dropped[index] = True
             self._cond.notify_all()
-        log.warning("API key #%d (%s) dropped for this run: %s", index, mask(self._keys[index]), self.redact(reason))
+        log.warning("%s dropped for this run: %s", self.name(index), self.redact(reason))
+
+    def server(self, index: int, always: bool = False) -> str | None:
+        """The slot's server, when the pool spreads over several (then an error names it) or `always`."""
+        return self._urls[index] if always or len(set(self._urls)) > 1 else None
+
+    def name(self, index: int) -> str:
+        """How a slot is shown: the key masked, and the server when the pool has several."""
+        where = f" at {self._urls[index]}" if len(set(self._urls)) > 1 else ""
+        return f"API key #{index} ({mask(self._keys[index])}){where}"

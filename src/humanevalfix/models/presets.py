@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,25 +55,58 @@ class Preset:
         }
 
 
+FIELDS = ("provider", "model", "base_url", "key_env", "temperatures", "max_tokens", "native_tools", "price_per_1m", "gguf")
+
+
+def _field_error(source: Path, name: str, field: str, expected: str, raw: dict[str, Any]) -> ConfigError:
+    return ConfigError(f"{source}: preset '{name}': field '{field}' must be {expected}, got {raw.get(field)!r}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
+    """Each field's type and range, so a typo is one line naming it, not a traceback at the first call."""
+    unknown = sorted(set(raw) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"{source}: preset '{name}': unknown field '{unknown[0]}' (fields: {', '.join(FIELDS)})")
+    if raw.get("provider") not in PROVIDERS:
+        raise _field_error(source, name, "provider", f"one of {', '.join(PROVIDERS)}", raw)
+    if not isinstance(raw.get("model"), str) or not raw["model"]:
+        raise _field_error(source, name, "model", "a model id (text)", raw)
+    for field in ("base_url", "key_env", "gguf"):
+        if field in raw and raw[field] is not None and not isinstance(raw[field], str):
+            raise _field_error(source, name, field, "text", raw)
+    temps = raw.get("temperatures", [0.0])
+    if not isinstance(temps, list) or not temps or not all(_number(t) and 0 <= t <= 2 for t in temps):
+        raise _field_error(source, name, "temperatures", "a list of numbers between 0 and 2", raw)
+    tokens = raw.get("max_tokens", 1)
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+        raise _field_error(source, name, "max_tokens", "a whole number of at least 1", raw)
+    if not isinstance(raw.get("native_tools", True), bool):
+        raise _field_error(source, name, "native_tools", "true or false", raw)
+    price = raw.get("price_per_1m", {})
+    if price is not None and (
+        not isinstance(price, dict)
+        or set(price) - {"input", "output"}
+        or not all(v is None or (_number(v) and v >= 0) for v in price.values())
+    ):
+        raise _field_error(source, name, "price_per_1m", "a mapping {input: USD, output: USD} of numbers >= 0", raw)
+
+
 def _preset(name: str, raw: Any, source: Path) -> Preset:
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: preset '{name}' must be a mapping")
-    provider = raw.get("provider")
-    if provider not in PROVIDERS:
-        raise ConfigError(f"{source}: preset '{name}': field 'provider' must be one of {', '.join(PROVIDERS)}")
-    if not isinstance(raw.get("model"), str):
-        raise ConfigError(f"{source}: preset '{name}': field 'model' is missing")
-    temps = raw.get("temperatures", [0.0, 0.3, 0.5, 0.7])
-    if not isinstance(temps, list) or not temps or not all(isinstance(t, (int, float)) for t in temps):
-        raise ConfigError(f"{source}: preset '{name}': field 'temperatures' must be a list of numbers")
+        raise ConfigError(f"{source}: preset '{name}' must be a mapping of fields ({', '.join(FIELDS)})")
+    _checked_fields(name, raw, source)
     price = raw.get("price_per_1m") or {}
     return Preset(
         name=name,
-        provider=provider,
+        provider=raw["provider"],
         model=raw["model"],
-        base_url=raw.get("base_url", DEFAULT_BASE_URLS.get(provider)),
-        key_env=raw.get("key_env", DEFAULT_KEY_ENV.get(provider)),
-        temperatures=tuple(float(t) for t in temps),
+        base_url=raw.get("base_url", DEFAULT_BASE_URLS.get(raw["provider"])),
+        key_env=raw.get("key_env", DEFAULT_KEY_ENV.get(raw["provider"])),
+        temperatures=tuple(float(t) for t in raw.get("temperatures", [0.0, 0.3, 0.5, 0.7])),
         max_tokens=int(raw.get("max_tokens", 1024)),
         native_tools=bool(raw.get("native_tools", True)),
         price_in=price.get("input"),
@@ -85,9 +119,15 @@ def load_presets(path: Path = PRESETS_FILE) -> dict[str, Preset]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
-        raise ConfigError(f"models file not found: {path}") from None
+        raise ConfigError(f"--models-file {path}: file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"--models-file {path}: is a directory; give a models.yaml file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--models-file {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"--models-file {path}: cannot read it ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of preset names")
     return {name: _preset(name, raw, path) for name, raw in data.items()}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.keys import KeyPool, split_keys
+from humanevalfix.models.keys import KeyPool, split_keys, split_urls
 from humanevalfix.models.oracle import OracleModel
 from humanevalfix.models.presets import Preset
 
@@ -42,7 +42,7 @@ def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
                 f"(several keys may be given, separated by commas)"
             )
         keys = [PLACEHOLDER_KEY]
-    return KeyPool(keys)
+    return KeyPool(keys, urls=split_urls(preset.base_url))
 
 
 def preload_sdk(preset: Preset) -> threading.Thread | None:
@@ -83,7 +83,8 @@ def open_endpoint(
     pool = key_pool(preset, environ)
     if not preset.model:
         preset = _with_served_model(preset, pool)
-    model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=preset.base_url, keys=pool, retry=retry)
+    # base_url is per slot (lease.base_url) when --base-url lists several servers.
+    model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=None, keys=pool, retry=retry)
     yield Endpoint(model, preset, len(pool))
 
 
@@ -93,10 +94,10 @@ def _with_served_model(preset: Preset, pool: KeyPool) -> Preset:
 
     lease = pool.acquire()
     try:
-        listed = openai.OpenAI(api_key=lease.key, base_url=preset.base_url, max_retries=1, timeout=15).models.list()
+        listed = openai.OpenAI(api_key=lease.key, base_url=lease.base_url, max_retries=1, timeout=15).models.list()
         first = next(iter(listed.data), None)
     except Exception as exc:
-        raise ConfigError(f"--base-url {preset.base_url}: could not list models ({type(exc).__name__}); pass --model") from None
+        raise ConfigError(f"--base-url {lease.base_url}: could not list models ({type(exc).__name__}); pass --model") from None
     if first is None:
-        raise ConfigError(f"--base-url {preset.base_url}: the server lists no model; pass --model")
+        raise ConfigError(f"--base-url {lease.base_url}: the server lists no model; pass --model")
     return replace(preset, model=first.id, name=first.id)

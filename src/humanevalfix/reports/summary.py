@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from humanevalfix.agent.protocols import describe, protocol_of
+from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary
 
 
@@ -47,5 +48,22 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     return table
 
 
-def print_summary(console: Console, summary: Summary, config: dict[str, Any]) -> None:
+ERRORS_SHOWN = 10
+
+
+def error_lines(records: Sequence[TaskRecord], shown: int = ERRORS_SHOWN) -> list[str]:
+    """Each infrastructure error's task and cause, the first `shown`, then how many more."""
+    failed = [r for r in records if r.error]
+    lines = [f"{r.task_id}{f' (sample {r.sample})' if r.sample else ''}: {r.error}" for r in failed[:shown]]
+    if len(failed) > shown:
+        lines.append(f"… and {len(failed) - shown} more (see the `error` field per task in the results file)")
+    return lines
+
+
+def print_summary(console: Console, summary: Summary, config: dict[str, Any], records: Sequence[TaskRecord] = ()) -> None:
     console.print(summary_table(summary, config))
+    lines = error_lines(records)
+    if lines:
+        console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")
+        for line in lines:
+            console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
