@@ -90,14 +90,23 @@ def test_a_model_stuck_on_the_buggy_code_is_asked_to_explain_then_to_rewrite_fro
     assert prompts.UNCHANGED in requests[3].body["messages"][-1]["content"]
 
 
-def test_without_a_description_a_stuck_model_is_never_asked_to_rewrite(task: Task) -> None:
+def test_without_a_description_a_stuck_model_rewrites_from_the_shown_tests(task: Task) -> None:
     settings = AgentSettings(max_iters=3, docstring=False)
     with ScriptedServer([fenced(task.buggy_code)] * 4) as server:
         result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
         requests = server.chat_requests()
-    assert [a.strategy for a in result.attempts] == ["fix", "explain", "explain", "explain"]
-    assert all(r.body["messages"][0]["content"] != prompts.REWRITE_SYSTEM_PROMPT for r in requests)
+    assert [a.strategy for a in result.attempts] == ["fix", "explain", "rewrite", "rewrite"]
+    rewrite = requests[2].body["messages"]
+    assert rewrite[0]["content"] == prompts.REWRITE_FROM_TESTS_SYSTEM_PROMPT
+    assert task.docstring.strip().splitlines()[0] not in rewrite[1]["content"]  # no description leaks
+    assert "def check(" in rewrite[1]["content"]  # the tests are the specification
     assert result.stop_reason == "budget" and not any(a.outcome == "passed" for a in result.attempts)
+
+
+def test_with_neither_description_nor_tests_there_is_nothing_to_rewrite_from(task: Task) -> None:
+    assert request_for_task(task, AgentSettings(docstring=False, feedback="none")).rewrite is None
+    assert request_for_task(task, AgentSettings(docstring=False)).rewrite is not None
+    assert request_for_task(task, AgentSettings(feedback="none")).rewrite is not None
 
 
 def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) -> None:
