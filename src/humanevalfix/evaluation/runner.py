@@ -217,6 +217,7 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
                 task_ids=[t.task_id for t in tasks],
                 executor_name=pool.sample.name,
                 isolation=pool.sample.isolation,
+                isolation_warning=pool.isolation_warning,
             )
             stream = Stream(stream_file)
             if old_config is not None:
