@@ -6,18 +6,26 @@ leave no process and no file behind, and leak no secret. What an executor's isol
 not block (the rlimits-only jail cannot keep the candidate off the network, the file system or
 /proc) is asserted as the documented behaviour, from `executor.guarantees`, so the README's table
 of guarantees is itself under test.
+
+Process and memory limits come from a cgroup per executor (sandbox/cgroup.py). Running as root
+(CI does), a machine without a writable cgroup fails the fork-bomb test instead of skipping it:
+there a fork bomb would be bounded only by the time limit, which is what the test is there to
+rule out.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +34,10 @@ from typing import Any, Iterator
 import pytest
 
 from humanevalfix.evaluation.dataset import load_file
-from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits
+from humanevalfix.errors import ConfigError
+from humanevalfix.sandbox import cgroup
+from humanevalfix.sandbox.cgroup import MEMORY, PROCS
+from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import FS, NET, PIDS, best_level
 from humanevalfix.sandbox.factory import build_executor
@@ -258,6 +269,150 @@ def test_forked_children_are_killed_at_the_time_limit(ex: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Process and memory limits: a cgroup per executor, root included
+
+# Every child forks once more, then sleeps under a marker: the bomb grows from every process. The
+# first process reports how many forks it made before one was refused.
+FORK_BOMB = """\
+import os
+def f(x):
+    for forks in range(4096):
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            print('fork refused after', forks, 'forks:', type(exc).__name__, flush=True)
+            return x + 1
+        if pid == 0:
+            try:
+                os.fork()
+            finally:
+                os.execv('/bin/sleep', ['sleep', 'MARKER'])
+    return x
+"""
+BOMB_PIDS = 64  # a small pids.max: the bomb reaches it in a fraction of a second
+BOMB_TIMEOUT = 30.0
+
+
+def no_cgroup_as_root(executor: Any) -> str:
+    return (
+        f"running as root and no cgroup is writable here, so a fork bomb would be bounded only by the time limit "
+        f"({executor.isolation}); mount a writable cgroup with the pids controller, or run as an ordinary user"
+    )
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_fork_bomb_is_stopped_by_the_process_count_not_the_time_limit(variant: str) -> None:
+    kind, fresh = VARIANTS[variant]
+    marker = f"{random.randint(10**6, 10**7 - 1)}.{os.getpid() % 977}"
+    executor = build_executor(kind, Limits(timeout_s=BOMB_TIMEOUT, pids=BOMB_PIDS), fresh=fresh)
+    try:
+        if PROCS not in executor.guarantees:
+            # Never run the bomb without a count limit: it would take the machine's process table.
+            assert os.geteuid() != 0, no_cgroup_as_root(executor)
+            assert "RLIMIT_NPROC only" in executor.isolation  # documented: an ordinary user's rlimit
+            return
+        assert f"pids.max {BOMB_PIDS}" in executor.isolation
+        result = executor.run(FORK_BOMB.replace("MARKER", marker), TEST)
+        if restricted(executor):
+            refused(result)
+        else:
+            # The first process saw a fork refused by the count, long before the time limit.
+            assert result.status == "passed", result
+            found = re.search(r"fork refused after (\d+) forks: BlockingIOError", result.output)
+            assert found is not None and BOMB_PIDS // 4 <= int(found.group(1)) < BOMB_PIDS, result.output
+            assert result.duration_s < BOMB_TIMEOUT / 2, result
+        deadline = time.monotonic() + 5
+        while live_processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert live_processes_with(marker) == []
+        still_works(executor)  # the count is free again for the next run
+    finally:
+        executor.close()
+
+
+MEMORY_HOG = """\
+import os, time
+def f(x):
+    kids = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = b'x' * (100 << 20)
+            time.sleep(1)
+            os._exit(0)
+        kids.append(pid)
+    killed = sum(os.WIFSIGNALED(os.waitpid(pid, 0)[1]) for pid in kids)
+    print('children killed:', killed, flush=True)
+    return x + 1 if killed == 0 else x
+"""
+
+
+@pytest.mark.parametrize("variant", ["bwrap-fork", "bwrap-fresh", "unshare-fork", "process-fork"])
+def test_the_memory_of_all_the_processes_together_is_capped(variant: str) -> None:
+    """Four children of 100 MB each stay under each one's address-space rlimit, not under the
+    executor's 256 MiB: the kernel kills candidates (never the server: the harness keeps going)."""
+    kind, fresh = VARIANTS[variant]
+    executor = build_executor(kind, Limits(timeout_s=BOMB_TIMEOUT, memory=256 * MiB), fresh=fresh)
+    try:
+        if MEMORY not in executor.guarantees:
+            assert "memory" not in executor.isolation.rsplit("process limit", 1)[-1]  # documented where missing
+            return
+        assert "memory 0.25 GiB" in executor.isolation
+        result = executor.run(MEMORY_HOG, TEST)
+        contained(result, ("failed",))
+        found = re.search(r"children killed: (\d+)", result.output)
+        assert found is not None and int(found.group(1)) >= 1, result
+        still_works(executor)
+    finally:
+        executor.close()
+
+
+def groups_of(pid: int) -> list[str]:
+    """The cgroup paths of `pid`, one per hierarchy (v1) or the one (v2)."""
+    return [line.split(":", 2)[2] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()]
+
+
+def test_each_server_runs_in_its_own_group_removed_with_it_and_a_dead_runs_leftovers_go() -> None:
+    executor = build_executor("auto", Limits(timeout_s=TIMEOUT))
+    assert isinstance(executor, ForkServerExecutor)
+    try:
+        if executor.cgroups is None:
+            assert os.geteuid() != 0, no_cgroup_as_root(executor)
+            return
+        assert executor.run(GOOD, TEST).passed
+        server = executor._server
+        assert server is not None and server.group is not None
+        dirs = server.group.dirs
+        assert all(d.is_dir() for d in dirs) and all(d.name.startswith(cgroup.PREFIX) for d in dirs)
+        # bwrap (or the server) itself is in it, in every hierarchy used
+        assert sum(path.endswith("/" + dirs[0].name) for path in groups_of(server.proc.pid)) == len(dirs)
+    finally:
+        executor.close()
+    assert not any(d.exists() for d in dirs)
+    # A group left by a harness that was killed (its owner is gone), with a process still in it,
+    # is removed by the next detection; a live harness's group is not touched.
+    plan = executor.cgroups
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    parent = plan.hierarchies[0].parent
+    leftover = cgroup.Group((parent / f"{cgroup.PREFIX}{gone.pid}-1-0badc0de",))
+    leftover.dirs[0].mkdir()
+    straggler = subprocess.Popen(leftover.wrap(["sleep", "60"]))
+    live = plan.create()
+    try:
+        time.sleep(0.2)
+        assert str(straggler.pid) in (leftover.dirs[0] / "cgroup.procs").read_text().split()
+        cgroup.detect(64, None)
+        assert straggler.wait(timeout=10) == -signal.SIGKILL
+        assert not leftover.dirs[0].exists() and all(d.is_dir() for d in live.dirs)
+    finally:
+        straggler.kill()
+        straggler.wait()
+        leftover.remove()
+        assert live.remove() and not any(d.exists() for d in live.dirs)
+
+
+# ---------------------------------------------------------------------------------------------
 # File system
 
 
@@ -336,6 +491,113 @@ def test_read_only_binds_are_visible_at_their_paths_and_never_written(tmp_path: 
         executor.close()
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["data.txt", "pkg", "project"]
     assert (shown / "pkg" / "data.txt").read_text(encoding="utf-8") == "host data\n"
+
+
+# The harness itself on an interpreter that lives under /tmp (CI, tox): bwrap binds it into the
+# jail's tmpfs, so `auto` keeps the file system isolated instead of falling back.
+HOST_HARNESS = r"""
+import json, sys
+from humanevalfix.sandbox.executor import Limits
+from humanevalfix.sandbox.factory import build_executor
+ex = build_executor("auto", Limits(timeout_s=10.0), fresh=sys.argv[2] == "1")
+out = {"name": ex.name, "warning": ex.isolation_warning, "runs": []}
+for code in json.loads(sys.argv[1]):
+    r = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
+    out["runs"].append({"status": r.status, "message": r.message, "output": r.output})
+ex.close()
+print(json.dumps(out))
+"""
+
+
+def interpreter_under_tmp(how: str, where: Path) -> Path:
+    """`symlink`: the interpreter reached through a link under /tmp (auto used to fall back to
+    unshare there); `venv`: a virtual environment under /tmp whose numpy comes from another
+    folder under /tmp (a .pth file), outside every prefix."""
+    if how == "symlink":
+        (where / "bin").mkdir()
+        (where / "bin" / "python3").symlink_to(os.path.realpath(sys.executable))
+        return where / "bin" / "python3"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where / "venv")], check=True, timeout=60)
+    deps = where / "deps"
+    deps.mkdir()
+    spec = importlib.util.find_spec("numpy")
+    assert spec is not None and spec.submodule_search_locations
+    (deps / "numpy").symlink_to(spec.submodule_search_locations[0])
+    site = next((where / "venv" / "lib").glob("python3*/site-packages"))
+    (site / "deps.pth").write_text(f"{deps}\n", encoding="utf-8")
+    return where / "venv" / "bin" / "python"
+
+
+@pytest.mark.parametrize("how, fresh", [("symlink", False), ("venv", False), ("venv", True)], ids=["symlink-fork", "venv-fork", "venv-fresh"])
+def test_an_interpreter_under_tmp_is_jailed_and_candidates_cannot_write_outside(how: str, fresh: bool) -> None:
+    where = Path(tempfile.mkdtemp(prefix="hefix-interp-", dir="/tmp"))
+    try:
+        python = interpreter_under_tmp(how, where)
+        outside = where / "outside"
+        outside.mkdir()
+        targets = [outside / "direct.txt", python.parent / "pwned.txt"]
+        direct = (
+            "def f(x):\n"
+            f"    for target in {[str(t) for t in targets]!r}:\n"
+            "        try:\n"
+            "            open(target, 'w').write('pwned')\n"
+            "        except OSError as exc:\n"
+            "            print('blocked:', type(exc).__name__)\n"
+            "    return x + 1\n"
+        )
+        via_shell = (
+            "import subprocess\n"
+            "def f(x):\n"
+            f"    subprocess.run(['/bin/sh', '-c', 'echo pwned > {outside / 'shell.txt'}; echo pwned > {python.parent / 'shell.txt'}'])\n"
+            "    return x + 1\n"
+        )
+        env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+        proc = subprocess.run(
+            [str(python), "-c", HOST_HARNESS, json.dumps([direct, via_shell]), "1" if fresh else "0"],
+            cwd=where, env=env, capture_output=True, text=True, timeout=180,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        if shutil.which("bwrap"):
+            assert report["name"] == "bwrap" and report["warning"] is None, report
+        first, second = report["runs"]
+        assert first["status"] == "passed" and second["status"] == "passed", report
+        if report["name"] == "bwrap":
+            # The host's folder is not there; the interpreter's is read-only (a venv's bin) or, for
+            # a lone link, a folder of the jail's private tmpfs: either way not the host's.
+            assert first["output"].count("blocked:") == (2 if how == "venv" else 1), first
+        # Nothing written outside the work dir, directly or through a subprocess.
+        assert sorted(p.name for p in outside.iterdir()) == []
+        assert not (python.parent / "pwned.txt").exists() and not (python.parent / "shell.txt").exists()
+    finally:
+        shutil.rmtree(where)
+
+
+def test_a_jail_that_fails_names_the_cause_and_auto_falls_back_saying_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """bwrap's own message, not a guess ("install bubblewrap"); `auto` goes on below bwrap only
+    with a warning that says why (a line on stderr, and the executor's isolation_warning)."""
+    missing = (Path("/nonexistent-hefix-bind"),)
+    with pytest.raises(ConfigError) as raised:
+        build_executor("bwrap", Limits(timeout_s=TIMEOUT), ro_binds=missing)
+    message = str(raised.value)
+    assert "bwrap failed: bwrap: Can't find source path /nonexistent-hefix-bind" in message and "install" not in message
+    capsys.readouterr()
+    executor = build_executor("auto", Limits(timeout_s=TIMEOUT), ro_binds=missing)
+    printed = capsys.readouterr().err
+    try:
+        assert FS not in executor.guarantees and executor.name in ("unshare", "process")
+        warning = executor.isolation_warning
+        assert warning is not None and "bwrap failed: bwrap: Can't find source path" in warning
+        assert f"candidates run under {executor.name}" in warning
+        assert printed == f"warning: --sandbox auto: {warning}\n"
+        still_works(executor)
+    finally:
+        executor.close()
+    strongest = build_executor("auto", Limits(timeout_s=TIMEOUT))
+    try:
+        assert (strongest.isolation_warning is None) == (FS in strongest.guarantees)
+    finally:
+        strongest.close()
 
 
 # ---------------------------------------------------------------------------------------------

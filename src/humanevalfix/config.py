@@ -80,6 +80,7 @@ def public_config(
     task_ids: list[str],
     executor_name: str,
     isolation: str,
+    isolation_warning: str | None = None,
 ) -> dict[str, Any]:
     """Enough to reproduce the run; holds no secret (key variable names only). --resume compares
     every field that affects results (evaluation.resume: all but the informational ones)."""
@@ -101,6 +102,8 @@ def public_config(
         "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)
         "executor": executor_name,
         "isolation": isolation,
+        # Set when `--sandbox auto` ran below file-system isolation: why (e.g. "bwrap failed: ...").
+        "isolation_warning": isolation_warning,
         "timeout_s": config.timeout_s,
         "dataset_source": dataset_source,
         "dataset_sha256": dataset_sha256,

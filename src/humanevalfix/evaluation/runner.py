@@ -185,6 +185,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
                 task_ids=[t.task_id for t in tasks],
                 executor_name=pool.sample.name,
                 isolation=pool.sample.isolation,
+                isolation_warning=pool.isolation_warning,
             )
             if skipped:
                 public["skipped_rows"] = skipped  # listed and counted, never scored

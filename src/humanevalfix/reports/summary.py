@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from humanevalfix.agent.protocols import describe, protocol_of
@@ -27,6 +28,8 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("model", f"{config.get('model')} ({config.get('provider')})")
     table.add_row("tool calling", str(config.get("tool_mode", "")))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
+    if config.get("isolation_warning"):
+        table.add_row("isolation warning", f"[yellow]{escape(str(config['isolation_warning']))}[/]")
     table.add_row("protocol", f"{describe(protocol_of(config))}; max iterations {config.get('max_iters')}")
     table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))

@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from humanevalfix.sandbox.cgroup import Cgroups, Group, detect, process_limit
 from humanevalfix.sandbox.jail import Jail
 from humanevalfix.sandbox.child.procs import kill_descendants
 
@@ -46,6 +47,11 @@ class Limits:
     file_size: int = 16 * MiB
     open_files: int = 64
     processes: int = 512  # RLIMIT_NPROC: counts all processes of the user; root is exempt
+    # The executor's cgroup (cgroup.py), root included: all processes and threads of one executor
+    # together (the server, the candidate and what it forks), and their memory: one address
+    # space's worth, plus room for the server and a few children.
+    pids: int = 512
+    memory: int = 5 * GiB
 
     def rlimits(self) -> dict[str, int]:
         return {
@@ -261,14 +267,20 @@ class JailedExecutor:
         jail: Jail | None = None,
         mode: str = "python",
         name: str = "process",
+        cgroups: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         self.python = python
         self.jail = jail or Jail("none", python=python)
         self.mode = mode
         self.name = name
-        self.isolation = describe(self.jail, mode, warm=self.warm)
-        self.guarantees = guarantees_of(self.jail, mode)
+        # `cgroups`: each server (or fresh interpreter) in a cgroup of its own where one is writable.
+        found, why_not = detect(self.limits.pids, self.limits.memory) if cgroups else (None, "not asked for")
+        self.cgroups: Cgroups | None = found
+        self.isolation = f"{describe(self.jail, mode, warm=self.warm)}; {process_limit(found, why_not)}"
+        self.guarantees = guarantees_of(self.jail, mode) | (found.guarantees if found is not None else frozenset())
+        # Why the jail is weaker than `auto` wanted (no file-system isolation), or None.
+        self.isolation_warning: str | None = self.jail.warning
 
 
 class SubprocessExecutor(JailedExecutor):
@@ -291,10 +303,12 @@ class SubprocessExecutor(JailedExecutor):
         sink = OutputSink()
         timed_out = False
         proc: subprocess.Popen[bytes] | None = None
+        group: Group | None = None
         try:
             try:
+                group = self.cgroups.create() if self.cgroups is not None else None
                 proc = subprocess.Popen(
-                    self.command(),
+                    group.wrap(self.command()) if group is not None else self.command(),
                     cwd=tmp or "/",
                     env=child_env(),
                     stdin=subprocess.PIPE,
@@ -321,6 +335,8 @@ class SubprocessExecutor(JailedExecutor):
         finally:
             if proc is not None:
                 self._stop(proc)
+            if group is not None:
+                group.remove()
             os.close(result_r)
             if tmp is not None:
                 remove_tree(tmp)

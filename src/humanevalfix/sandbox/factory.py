@@ -4,7 +4,9 @@
 - `unshare`: network and PID namespaces only (the file system is the host's).
 - `process`: rlimits only.
 - `restricted`: RestrictedPython inside the strongest jail that works here.
-- `auto`: the strongest of bwrap > unshare > process that works here.
+- `auto`: the strongest of bwrap > unshare > process that works here; below bwrap (no file-system
+  isolation) never silently: the executor's `isolation_warning` says why, printed on stderr when
+  built and recorded in the results.
 
 All of them use a warm fork server per executor; `fresh=True` gives the fresh-interpreter
 variant of the same isolation (the benchmark's baseline, and the conformance suite's).
@@ -14,46 +16,63 @@ user's project); the other levels see the host's file system anyway.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Callable
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox.executor import Executor, Limits, SubprocessExecutor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
-from humanevalfix.sandbox.jail import Jail, best_level, probe
+from humanevalfix.sandbox.jail import Jail, best_level, probe, weaker_warning
 
 SANDBOXES = ("auto", "bwrap", "unshare", "process", "restricted")
 LEVEL_NAMES = {"bwrap": "bwrap", "unshare": "unshare", "none": "process"}
 
 
-def jail_for(kind: str, ro_binds: tuple[Path, ...] = ()) -> Jail:
+def jail_for(kind: str, ro_binds: tuple[Path, ...] = (), python: str = sys.executable) -> Jail:
     """The jail a sandbox kind runs in here; a ConfigError when an explicit one does not work."""
     if kind in ("auto", "restricted"):
-        level, _why_not = best_level()
-        return Jail(level, ro_binds=ro_binds)
+        level, why_not = best_level(python, ro_binds)
+        return Jail(level, python=python, ro_binds=ro_binds, warning=weaker_warning(level, why_not))
     if kind == "process":
-        return Jail("none", ro_binds=ro_binds)
-    problem = probe(kind, ro_binds=ro_binds)
+        return Jail("none", python=python, ro_binds=ro_binds)
+    problem = probe(kind, python, ro_binds)
     if problem is not None:
-        hint = "install the `bubblewrap` package" if kind == "bwrap" else "user namespaces must be allowed"
-        raise ConfigError(f"--sandbox {kind}: {problem} ({hint}, or use --sandbox auto)")
-    return Jail(kind, ro_binds=ro_binds)
+        raise ConfigError(f"--sandbox {kind}: {problem} ({_hint(kind, problem)}or use --sandbox auto)")
+    return Jail(kind, python=python, ro_binds=ro_binds)
 
 
-def executor_factory(kind: str, limits: Limits, *, fresh: bool = False, ro_binds: tuple[Path, ...] = ()) -> Callable[[], Executor]:
+def _hint(kind: str, problem: str) -> str:
+    """Advice only where the cause is known: the problem itself says what failed."""
+    if problem.endswith("is not installed"):
+        return "install the `bubblewrap` package, " if kind == "bwrap" else "install util-linux, "
+    if kind == "unshare" and "Operation not permitted" in problem:
+        return "user namespaces must be allowed, "
+    return ""
+
+
+def executor_factory(
+    kind: str, limits: Limits, *, fresh: bool = False, ro_binds: tuple[Path, ...] = (), python: str = sys.executable
+) -> Callable[[], Executor]:
     """Executors of one kind, the jail probed once (a probe starts a jailed interpreter: a pool
-    of executors would otherwise pay it per executor at every run's start)."""
+    of executors would otherwise pay it per executor at every run's start). `python`: the
+    interpreter the jail runs (by default this one), wherever it is installed."""
     if kind not in SANDBOXES:
         raise ConfigError(f"--sandbox: unknown sandbox {kind!r} (choose from {', '.join(SANDBOXES)})")
     try:
-        jail = jail_for(kind, ro_binds)
+        jail = jail_for(kind, ro_binds, python)
     except ValueError as exc:  # a bind the jail cannot make (the whole file system, /proc, ...)
         raise ConfigError(f"--sandbox {kind}: {exc}") from None
+    if jail.warning:
+        # One line on stderr when the run starts, as `fix` and the dataset's source say theirs.
+        print(f"warning: --sandbox {kind}: {jail.warning}", file=sys.stderr, flush=True)
     mode = "restricted" if kind == "restricted" else "python"
     name = "restricted" if kind == "restricted" else LEVEL_NAMES[jail.level]
     cls = SubprocessExecutor if fresh else ForkServerExecutor
-    return lambda: cls(limits, jail=jail, mode=mode, name=name)
+    return lambda: cls(limits, python, jail=jail, mode=mode, name=name)
 
 
-def build_executor(kind: str, limits: Limits, *, fresh: bool = False, ro_binds: tuple[Path, ...] = ()) -> Executor:
-    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds)()
+def build_executor(
+    kind: str, limits: Limits, *, fresh: bool = False, ro_binds: tuple[Path, ...] = (), python: str = sys.executable
+) -> Executor:
+    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds, python=python)()

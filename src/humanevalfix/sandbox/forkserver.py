@@ -30,6 +30,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from humanevalfix.sandbox.cgroup import Group
 from humanevalfix.sandbox.executor import (
     ExecResult,
     JailedExecutor,
@@ -64,6 +65,7 @@ class _Server:
     child: int | None = None  # the pid of the run in progress (meaningful without a PID namespace)
     child_start: int | None = None  # its start time, from /proc
     nonce: str = ""  # of the run in progress: the server's messages carry it
+    group: Group | None = None  # the server's cgroup (its process limit), removed after it
 
     def alive(self) -> bool:
         return not self.dead and self.proc.poll() is None
@@ -80,6 +82,8 @@ class _Server:
             pass
         kill_group(self.proc.pid)  # ...and whatever is left of its sandbox goes with it
         self.proc.wait()
+        if self.group is not None:
+            self.group.remove()  # kills what is still in it (a daemon of the rlimits-only jail)
         self.stderr.close()
         if self.base is not None:
             remove_tree(self.base)
@@ -193,9 +197,12 @@ class ForkServerExecutor(JailedExecutor):
         if self.jail.level == "bwrap":
             argv.append("--private")
         stderr = tempfile.TemporaryFile()
+        group: Group | None = None
         try:
+            group = self.cgroups.create() if self.cgroups is not None else None
+            command = self.jail.wrap(argv, as_pid_1=True)
             proc = subprocess.Popen(
-                self.jail.wrap(argv, as_pid_1=True),
+                group.wrap(command) if group is not None else command,
                 cwd=base or "/",
                 env=child_env(),
                 stdin=subprocess.DEVNULL,
@@ -209,11 +216,13 @@ class ForkServerExecutor(JailedExecutor):
             stderr.close()
             if base is not None:
                 remove_tree(base)
+            if group is not None:
+                group.remove()
             return f"could not start the fork server: {exc}"
         finally:
             child.close()
         self.starts += 1
-        server = _Server(proc, parent, stderr, base)
+        server = _Server(proc, parent, stderr, base, group=group)
         self._server = server
         self._finalizer = weakref.finalize(self, server.stop)
         self._ready = False

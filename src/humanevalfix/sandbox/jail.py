@@ -4,7 +4,9 @@ A `Jail` turns the interpreter's command line into one that runs inside it. The 
 strongest to weakest:
 
 - `bwrap`: own network namespace (no network at all), own PID namespace with a fresh /proc, a
-  read-only view of /usr and of the interpreter's prefix, a private size-capped tmpfs as work dir
+  read-only view of /usr and of the interpreter (its prefix, its virtual environment, the link
+  chain of its executable and the site directories of what the jail imports: numpy,
+  RestrictedPython, pytest), wherever they live, /tmp included; a private size-capped tmpfs as work dir
   and /tmp, nothing else of the host (no home, no project tree) but the directories a caller
   asks for (`ro_binds`, read-only at their own paths: `fix` shows the user's project this way),
   uid 65534 without capabilities;
@@ -19,13 +21,14 @@ The harness code (`Jail.wrap`) runs on the host; the probes run a tiny command t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # The code a jailed interpreter runs: sandbox/child/, standard library only (a test checks).
 CHILD_DIR = Path(__file__).resolve().parent / "child"
@@ -38,6 +41,10 @@ JAIL_SRC = "/hefix"  # where those files appear inside bwrap
 JAIL_WORK = "/hefix-work"
 SANDBOX_UID = 65534  # "nobody" inside the sandbox's user namespace
 PROBE_TIMEOUT_S = 20.0
+# What the jailed interpreter imports beyond the standard library: the scoring prelude's numpy,
+# the restricted mode's RestrictedPython, and pytest for `fix`. Their site directories are bound
+# wherever they are installed; those the interpreter has must import inside the jail (probe).
+JAIL_IMPORTS = ("numpy", "RestrictedPython", "pytest")
 
 # What each level guarantees; the conformance suite asserts these (and their absence).
 NET = "net"  # no network: not even loopback services of the host
@@ -57,10 +64,15 @@ class Jail:
     level: str  # "bwrap" | "unshare" | "none"
     python: str = sys.executable
     work_bytes: int = 64 << 20  # tmpfs size of the work dir and of /tmp under bwrap
-    python_roots: tuple[str, ...] = field(default_factory=lambda: python_roots())
+    # What bwrap binds read-only of the interpreter (`python`'s own, asked of it when left empty).
+    python_roots: tuple[str, ...] = ()
     # Host directories shown read-only at their own paths under bwrap (the other levels see the
     # whole host file system anyway). Absolute, symlinks resolved: the paths the child is told.
     ro_binds: tuple[Path, ...] = ()
+    # Of JAIL_IMPORTS, those `python` has (the probe checks they import inside the jail).
+    imports: tuple[str, ...] = ()
+    # Why this jail is weaker than `auto` wanted (no file-system isolation), or None.
+    warning: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ro_binds", tuple(Path(p) for p in self.ro_binds))
@@ -68,6 +80,10 @@ class Jail:
             problem = bind_problem(path)
             if problem:
                 raise ValueError(f"cannot bind {path} into the sandbox: {problem}")
+        if self.level == "bwrap" and not self.python_roots:
+            layout = interpreter_layout(self.python)
+            object.__setattr__(self, "python_roots", python_roots(layout))
+            object.__setattr__(self, "imports", tuple(sorted(layout["modules"])))
 
     @property
     def guarantees(self) -> frozenset[str]:
@@ -100,23 +116,75 @@ class Jail:
         return list(argv)
 
 
-def python_roots() -> tuple[str, ...]:
-    """Directories the interpreter and its packages live in (bound read-only under bwrap)."""
-    # Not sys.path: it holds the current directory (the project tree) when run from there.
-    paths = sysconfig.get_paths()
-    roots: list[str] = []
-    for p in (sys.base_prefix, sys.prefix, paths.get("stdlib"), paths.get("purelib"), paths.get("platlib")):
-        if not p or not os.path.isabs(p) or not os.path.isdir(p):
-            continue
-        roots += [p, os.path.realpath(p)]
-    # Drop roots inside other roots and the system dirs bound anyway.
+# Run by the jail's interpreter on the host, as the child runs (`-I`): where it and the modules
+# the jail imports live. find_spec does not import them. Not sys.path as a whole: an editable
+# install puts the project tree on it, and the jail must not show that.
+LAYOUT_SCRIPT = """
+import importlib.util, json, sys, sysconfig
+paths = sysconfig.get_paths()
+dirs = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix]
+dirs += [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+modules = {}
+for name in NAMES:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        modules[name] = list(spec.submodule_search_locations or []) or [spec.origin]
+print(json.dumps({"dirs": [d for d in dirs if d], "modules": modules, "executable": sys.executable}))
+"""
+
+
+def interpreter_layout(python: str) -> dict[str, Any]:
+    """Where `python` (its prefixes, its venv) and its copies of JAIL_IMPORTS live; ValueError
+    naming the cause when it does not run."""
+    script = LAYOUT_SCRIPT.replace("NAMES", repr(JAIL_IMPORTS))
+    try:
+        proc = subprocess.run([python, "-I", "-c", script], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=probe_env(), cwd="/")
+        layout = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        raise ValueError(f"the interpreter {python} does not run: {exc}") from None
+    if not isinstance(layout, dict):
+        lines = proc.stderr.strip().splitlines()
+        raise ValueError(f"the interpreter {python} does not run: {lines[-1] if lines else f'exit status {proc.returncode}'}")
+    layout["chain"] = link_chain(shutil.which(python) or python)
+    return layout
+
+
+def link_chain(path: str) -> list[str]:
+    """`path` and every symlink it goes through to the real file (each must resolve in the jail)."""
+    chain = [os.path.abspath(path)]
+    for _ in range(40):
+        if not os.path.islink(chain[-1]):
+            break
+        chain.append(os.path.normpath(os.path.join(os.path.dirname(chain[-1]), os.readlink(chain[-1]))))
+    return chain
+
+
+# Never bound whole, even if an interpreter lives right there: only its own tree is shown.
+NEVER_BOUND = ("/", "/tmp", "/root", "/home", "/etc", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/sys")
+
+
+def python_roots(layout: dict[str, Any]) -> tuple[str, ...]:
+    """What bwrap binds read-only of an interpreter: its prefixes (a venv's and the base's), the
+    site directories of JAIL_IMPORTS (a package's parent, and its real path's parent: numpy finds
+    numpy.libs beside its real directory), and each file on the executable's link chain; each
+    also by its real path. Wherever they live: under /tmp they are bound into the jail's tmpfs."""
+    dirs: list[str] = [d for d in layout["dirs"] if os.path.isdir(d)]
+    for locations in layout["modules"].values():
+        for loc in locations:
+            dirs += [os.path.dirname(loc), os.path.dirname(os.path.realpath(loc))]
+    files = [f for f in [*layout["chain"], layout.get("executable") or ""] if os.path.isfile(f)]
+    roots = [p for d in dirs for p in (os.path.normpath(d), os.path.realpath(d))]
+    roots += [p for f in files for p in (f, os.path.realpath(f))]
     out: list[str] = []
-    for r in sorted(set(roots), key=len):
-        if r.startswith(("/usr/", "/lib", "/bin", "/sbin")) or r in ("/usr",):
+    for r in sorted(set(roots), key=len):  # shortest first: what lies inside a kept root is dropped
+        if not os.path.isabs(r) or r == "/usr" or r.startswith(("/usr/", "/lib", "/bin", "/sbin")):
+            continue  # the system, bound anyway
+        if r in NEVER_BOUND or r == os.path.expanduser("~") or bind_problem(Path(r)):
             continue
-        if r in ("/", "/tmp", "/root", "/home", os.path.expanduser("~")):
-            continue  # never bind a whole home or /: only the interpreter's own tree
-        if any(r == o or r.startswith(o + "/") for o in out):
+        if any(r.startswith(o + "/") or r == o for o in out):
             continue
         out.append(r)
     return tuple(out)
@@ -203,7 +271,8 @@ def unshare_argv() -> list[str]:
 
 
 def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) -> str | None:
-    """None when `level` works here (with `ro_binds` readable at their paths), else why not (one line)."""
+    """None when `level` works here (with `ro_binds` readable at their paths), else why not: one
+    line that starts with the tool's name and gives the real cause (its own error message)."""
     if level == "none":
         return None
     tool = "bwrap" if level == "bwrap" else "unshare"
@@ -212,25 +281,28 @@ def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] =
     try:
         jail = Jail(level, python=python, ro_binds=ro_binds)
     except ValueError as exc:
-        return str(exc)
-    # The real thing: the jailed interpreter must start, see its runner and have no network.
+        return f"{tool} failed: {exc}"
+    # The real thing: the jailed interpreter must start, see its runner and what it imports
+    # (found, not imported: that would cost numpy's import), and have no network.
     script = (
-        "import os, socket, sys\n"
-        f"assert os.path.exists({jail.runner!r}), 'runner not visible'\n"
+        "import importlib.util, os, socket, sys\n"
+        f"assert os.path.exists({jail.runner!r}), 'the runner is not visible in the sandbox'\n"
         f"for p in {[str(p) for p in ro_binds]!r}:\n"
         "    assert os.access(p, os.R_OK), f'{p} not readable in the sandbox'\n"
+        f"for m in {list(jail.imports)!r}:\n"
+        "    assert importlib.util.find_spec(m), f'{m} (installed for {sys.executable}) cannot be imported in the sandbox'\n"
         "names = [n for n in socket.if_nameindex() if n[1] != 'lo']\n"
         "assert not names, f'network interfaces visible: {names}'\n"
         "print('ok')\n"
     )
-    argv = jail.wrap([python, "-I", "-S", "-c", script], as_pid_1=True)
+    argv = jail.wrap([python, "-I", "-c", script], as_pid_1=True)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=probe_env(), cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{tool} failed to run: {exc}"
+        return f"{tool} failed: {exc}"
     if proc.returncode != 0 or proc.stdout.strip() != "ok":
         lines = (proc.stderr or proc.stdout).strip().splitlines()
-        return f"{tool} does not work here: {lines[-1] if lines else f'exit status {proc.returncode}'}"
+        return f"{tool} failed: {lines[-1] if lines else f'exit status {proc.returncode}'}"
     return None
 
 
@@ -238,12 +310,21 @@ def probe_env() -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
-def best_level(python: str = sys.executable) -> tuple[str, dict[str, str]]:
+def best_level(python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) -> tuple[str, dict[str, str]]:
     """The strongest level that works here, and why each stronger one did not."""
     why_not: dict[str, str] = {}
     for level in ("bwrap", "unshare"):
-        problem = probe(level, python)
+        problem = probe(level, python, ro_binds if level == "bwrap" else ())
         if problem is None:
             return level, why_not
         why_not[level] = problem
     return "none", why_not
+
+
+def weaker_warning(level: str, why_not: dict[str, str]) -> str | None:
+    """What `auto` says when it could not get file-system isolation, or None when it did."""
+    if FS in GUARANTEES[level]:
+        return None
+    name = "process" if level == "none" else level
+    why = why_not.get("bwrap", "bwrap was not tried")
+    return f"no file-system isolation ({why}): candidates run under {name} and can write wherever this user can"

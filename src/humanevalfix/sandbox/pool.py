@@ -50,6 +50,11 @@ class ExecutorPool:
     def isolation(self) -> str:
         return self.sample.isolation
 
+    @property
+    def isolation_warning(self) -> str | None:
+        """Why the isolation is weaker than `--sandbox auto` wanted (executors that say), or None."""
+        return getattr(self.sample, "isolation_warning", None)
+
     def run(self, code: str, test: str) -> ExecResult:
         executor = self.borrow()
         try:

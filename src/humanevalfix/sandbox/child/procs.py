@@ -83,6 +83,13 @@ def enter(workdir: str, limits: dict[str, int]) -> None:
     os.environ["HOME"] = workdir
     apply_limits(limits)
     drop_privileges()
+    try:
+        # The first the OOM killer takes, at the executor's cgroup memory limit or the machine's:
+        # the candidate, not its server or the harness (raising the score needs no privilege).
+        with open("/proc/self/oom_score_adj", "w") as fh:
+            fh.write("1000")
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------------------------------------

@@ -197,6 +197,20 @@ def remember_test(env: Any, tests: dict[str, Any], test: str) -> None:
         del tests[next(iter(tests))]
 
 
+def fork_when_room(patience_s: float = 5.0) -> int:
+    """os.fork(), waiting while the cgroup's process limit is full: what the last run left (a
+    fork bomb) is killed, but each process frees its slot only once it has exited and been reaped."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return os.fork()
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise
+            procs.reap()
+            time.sleep(0.01)
+
+
 def fork_standby(env: Any, sock: socket.socket, workdir: str, tests: dict[str, Any], me: int) -> tuple[int, dict[str, Any] | None, int]:
     """Fork the child of the next run and wait until it has taken a request.
 
@@ -207,7 +221,7 @@ def fork_standby(env: Any, sock: socket.socket, workdir: str, tests: dict[str, A
     # clean up after it: the child waits to run the code until its pid is on the way there.
     go_r, go_w = os.pipe() if me != 1 else (-1, -1)
     gc.freeze()  # what the server holds now is shared copy-on-write: keep gc off it
-    pid = os.fork()
+    pid = fork_when_room()
     if pid == 0:
         os.close(note_r)
         if go_w >= 0:
