@@ -5,8 +5,11 @@
 Prints, per executor, the median and p95 latency of one run (harness side: from `run()` to its
 result), the median overhead (latency minus the time the child itself spent running the
 candidate and the test, which the child reports), and the ratio of the fresh-interpreter
-baseline's median to the executor's median. It also
+baseline's median to the executor's median; and the one-time costs: the factory's checks (the
+jail's probe; for docker the daemon, the image and a probe container) and the executor's start
+(for a fork server its first run, which starts the server: for docker, the container). It also
 checks the verdicts (canonical must pass, buggy must fail), so a fast but wrong executor shows.
+The docker row needs a running daemon (`--only` without it leaves it out).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from humanevalfix.evaluation.dataset import Task, bundled_path, load_file, resolve_path
 from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.sandbox.factory import build_executor
+from humanevalfix.sandbox.factory import executor_factory
 
 BASELINE = "process (fresh)"
 # (label, sandbox kind, fresh interpreter per run?)
@@ -32,6 +35,7 @@ VARIANTS = [
     ("unshare (fork server)", "unshare", False),
     ("bwrap (fork server)", "bwrap", False),
     ("restricted (fork server)", "restricted", False),
+    ("docker (fork server)", "docker", False),
 ]
 
 
@@ -41,6 +45,7 @@ class Row:
     isolation: str
     latencies: list[float]
     overheads: list[float]
+    setup_s: float
     start_s: float
     wrong: int
 
@@ -66,7 +71,7 @@ def programs(tasks: list[Task]) -> list[tuple[str, str, bool]]:
     return out
 
 
-def measure(label: str, executor: Executor, progs: list[tuple[str, str, bool]], start_s: float) -> Row:
+def measure(label: str, executor: Executor, progs: list[tuple[str, str, bool]], setup_s: float, start_s: float) -> Row:
     latencies, overheads, wrong = [], [], 0
     for code, test, should_pass in progs:
         t0 = time.perf_counter()
@@ -76,7 +81,7 @@ def measure(label: str, executor: Executor, progs: list[tuple[str, str, bool]], 
         # exec_s: the child's own time in prelude names + candidate + test (absent on a timeout)
         overheads.append(elapsed - (result.exec_s or 0.0))
         wrong += result.passed != should_pass
-    return Row(label, executor.isolation, latencies, overheads, start_s, wrong)
+    return Row(label, executor.isolation, latencies, overheads, setup_s, start_s, wrong)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,27 +100,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and label != BASELINE and label not in args.only:
             continue
         t0 = time.perf_counter()
-        executor = build_executor(kind, limits, fresh=fresh)
-        executor.run(*progs[0][:2])  # warm-up: a fork server starts here
-        start_s = time.perf_counter() - t0
+        factory = executor_factory(kind, limits, fresh=fresh)  # probes; docker: daemon, image, probe container
+        t1 = time.perf_counter()
+        executor = factory()
+        executor.run(*progs[0][:2])  # warm-up: a fork server (and its container) starts here
+        t2 = time.perf_counter()
         try:
-            rows.append(measure(label, executor, progs, start_s))
+            rows.append(measure(label, executor, progs, t1 - t0, t2 - t1))
         finally:
             executor.close()
         print(f"  done: {label} ({sum(rows[-1].latencies):.1f} s)", flush=True)
     base = next(r for r in rows if r.label == BASELINE).median_ms()
-    header = f"{'executor':<26} {'median ms':>9} {'p95 ms':>8} {'overhead ms':>11} {'speed-up':>8} {'start s':>7} {'wrong':>5}"
+    header = f"{'executor':<26} {'median ms':>9} {'p95 ms':>8} {'overhead ms':>11} {'speed-up':>8} {'setup s':>7} {'start s':>7} {'wrong':>5}"
     print()
     print(header)
     print("-" * len(header))
     for r in rows:
         print(
             f"{r.label:<26} {r.median_ms():>9.1f} {r.p95_ms():>8.1f} {statistics.median(r.overheads) * 1000:>11.1f} "
-            f"{base / r.median_ms():>7.1f}x {r.start_s:>7.2f} {r.wrong:>5}"
+            f"{base / r.median_ms():>7.1f}x {r.setup_s:>7.2f} {r.start_s:>7.2f} {r.wrong:>5}"
         )
     print()
     print("median/p95: one run's latency; overhead: median of (latency - the child's own time running candidate + test);")
-    print(f"speed-up: the '{BASELINE}' baseline's median / this median; start: building the executor + first run;")
+    print(f"speed-up: the '{BASELINE}' baseline's median / this median; setup: the factory's checks (once per run);")
+    print("start: the executor's first run (a fork server, and for docker its container, starts here; once per worker);")
     print("wrong: canonical programs that did not pass + buggy programs that passed (must be 0).")
     for r in rows:
         print(f"  {r.label}: {r.isolation}")

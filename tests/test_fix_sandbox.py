@@ -125,16 +125,18 @@ def run_attack(paths: dict[str, Path], *sandbox: str) -> subprocess.CompletedPro
                        paths["project"], HOME=str(paths["home"]))
 
 
-def test_by_default_a_candidate_cannot_write_into_the_project_or_home(attacked: dict[str, Path]) -> None:
+@pytest.mark.parametrize("sandbox", [[], ["--sandbox", "docker"]], ids=["auto", "docker"])
+def test_by_default_a_candidate_cannot_write_into_the_project_or_home(attacked: dict[str, Path], sandbox: list[str]) -> None:
     project, home = attacked["project"], attacked["home"]
     before_project, before_home = tree(project), tree(home)
     _code, targets = attack(attacked)
-    proc = run_attack(attacked)
+    proc = run_attack(attacked, *sandbox)
     # Not a crash of the tool: the candidate is correct, its writes failed, the fix is found.
     assert proc.returncode == 0, proc.stderr
     assert "+    return sum(values) / len(values)" in proc.stdout
     line = sandbox_line(proc.stderr)
-    assert line.startswith("sandbox: bwrap (") and f"read-only at the same path: {project}" in line, line
+    jail = sandbox[-1] if sandbox else "bwrap"
+    assert line.startswith(f"sandbox: {jail} ") and f"read-only at the same path: {project}" in line, line
     assert "warning" not in proc.stderr
     assert [t for t in targets if t.exists()] == []
     assert tree(project) == before_project  # nothing new, nothing changed (notes.txt, the module)
@@ -181,7 +183,7 @@ def package(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("sandbox", [[], ["--sandbox", "bwrap"]], ids=["auto", "bwrap"])
+@pytest.mark.parametrize("sandbox", [[], ["--sandbox", "bwrap"], ["--sandbox", "docker"]], ids=["auto", "bwrap", "docker"])
 def test_a_package_with_conftest_fixtures_is_fixed_inside_the_jail(package: Path, sandbox: list[str]) -> None:
     before = tree(package)
     wrong = "def double_all(values):\n    return [helper(v) for v in values][:-1]\n"
@@ -190,7 +192,8 @@ def test_a_package_with_conftest_fixtures_is_fixed_inside_the_jail(package: Path
         requests = server.chat_requests()
     assert proc.returncode == 0, proc.stderr
     line = sandbox_line(proc.stderr)
-    assert line.startswith("sandbox: bwrap (") and f"read-only at the same path: {package})" in line, line
+    jail = "docker container" if "docker" in sandbox else "bwrap"
+    assert line.startswith(f"sandbox: {jail} (") and f"read-only at the same path: {package})" in line, line
     # The tests ran on the original and on the wrong candidate: the fixture's data was read and
     # the failure, with both values, went back to the model.
     assert "before the fix: failed (1 failed)" in proc.stderr

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,10 +34,12 @@ from typing import Any, Iterator
 
 import pytest
 
+from humanevalfix.config import sandbox_choice
 from humanevalfix.evaluation.dataset import load_file
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
+from humanevalfix.sandbox.docker import LABEL, OWNER_LABEL, DockerSettings, daemon_problem, owner_label
 from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import FS, NET, PIDS, best_level
@@ -58,6 +61,7 @@ VARIANTS = {
     "process-fork": ("process", False),
     "process-fresh": ("process", True),
     "restricted-fork": ("restricted", False),
+    "docker-fork": ("docker", False),
 }
 
 TEST = "def check(f):\n    assert f(1) == 2\ncheck(f)\n"
@@ -97,7 +101,7 @@ def refused(result: ExecResult) -> None:
 # Every executor `--sandbox` can build (all fork servers), and the fresh-interpreter path under
 # bwrap. (process-fresh is the same runner under a weaker jail: the hostile tests below and the
 # benchmark's verdict check cover it; its 328 runs would add minutes on a busy machine.)
-DATASET_VARIANTS = ["bwrap-fork", "unshare-fork", "process-fork", "restricted-fork", "bwrap-fresh"]
+DATASET_VARIANTS = ["bwrap-fork", "unshare-fork", "process-fork", "restricted-fork", "bwrap-fresh", "docker-fork"]
 
 
 @pytest.mark.parametrize("variant", DATASET_VARIANTS)
@@ -300,7 +304,7 @@ def no_cgroup_as_root(executor: Any) -> str:
     )
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "docker-fork"])  # docker: its own test below
 def test_a_fork_bomb_is_stopped_by_the_process_count_not_the_time_limit(variant: str) -> None:
     kind, fresh = VARIANTS[variant]
     marker = f"{random.randint(10**6, 10**7 - 1)}.{os.getpid() % 977}"
@@ -447,11 +451,60 @@ def test_writing_outside_the_work_dir(ex: Any, tmp_path: Path, how: str) -> None
         # Documented: the rlimits-only and unshare jails share the host's file system.
         assert target.read_text().strip() == "pwned"
     cwd = result.output.split("CWD=", 1)[1].split("\n", 1)[0]
-    if ex.jail.level != "bwrap":
+    if ex.jail.level not in ("bwrap", "docker"):  # their work dir is a tmpfs of their own
         # The private work dir is removed after the run: by the fresh path before run()
         # returns, by a fork server before it takes the next request.
         still_works(ex)
         assert not Path(cwd).exists()
+
+
+SHARED_PLACES = ["/", "/tmp", "/dev/shm", "/dev/mqueue", "/hefix-sock", "/hefix"]  # and the work dir
+
+
+def test_nothing_a_run_writes_is_there_for_the_next_run(ex: Any) -> None:
+    """Files left in every writable place a candidate can reach: where the file system is the
+    sandbox's own, the next run (same server, or a fresh sandbox) finds none of them; docker's
+    socket folder cannot even be written (it is deleted once the server connected)."""
+    marker = f"hefix-left-{random.randint(10**6, 10**7 - 1)}"
+    leave = (
+        "import os\n"
+        "def f(x):\n"
+        f"    for d in {SHARED_PLACES!r} + [os.getcwd()]:\n"
+        "        try:\n"
+        f"            with open(os.path.join(d, {marker!r}), 'w') as fh:\n"
+        "                fh.write('x')\n"
+        "            print('wrote', d)\n"
+        "        except OSError as exc:\n"
+        "            print('blocked', d, type(exc).__name__)\n"
+        "    return x\n"
+    )
+    find = (
+        "import os\n"
+        "def f(x):\n"
+        f"    for d in {SHARED_PLACES!r}:\n"
+        f"        if os.path.exists(os.path.join(d, {marker!r})):\n"
+        "            print('FOUND', d)\n"
+        "    for folder, _dirs, files in os.walk(os.path.dirname(os.getcwd())):  # the earlier work dirs\n"
+        f"        if {marker!r} in files:\n"
+        "            print('FOUND', folder)\n"
+        "    return x\n"
+    )
+    first = ex.run(leave, TEST)
+    if restricted(ex):
+        refused(first)
+        return
+    second = ex.run(find, TEST)
+    try:
+        assert "wrote " in first.output, first  # the work dir at least
+        if FS in ex.guarantees:
+            assert "FOUND" not in second.output, (first.output, second.output)
+        else:
+            assert f"FOUND /tmp" in second.output, second.output  # documented: the host's /tmp
+        if ex.name == "docker":
+            assert "blocked /hefix-sock" in first.output, first.output
+    finally:
+        for d in SHARED_PLACES:  # the host's, where the jail shares them (as root, even /)
+            Path(d, marker).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("fresh", [False, True], ids=["bwrap-fork", "bwrap-fresh"])
@@ -844,7 +897,7 @@ def test_concurrent_runs_from_several_threads(ex: Any) -> None:
     assert [r.status for r in results] == ["passed", "failed"] * 3
 
 
-@pytest.mark.parametrize("kind", ["bwrap", "unshare", "process", "restricted"])
+@pytest.mark.parametrize("kind", ["bwrap", "unshare", "process", "restricted", "docker"])
 def test_close_leaves_no_process_and_no_temp_dir(kind: str) -> None:
     executor = build_executor(kind, Limits(timeout_s=TIMEOUT))
     assert isinstance(executor, ForkServerExecutor)
@@ -919,3 +972,235 @@ def test_a_prestarted_server_serves_the_first_run_and_close_leaves_nothing() -> 
     executor.close()
     assert not Path(f"/proc/{server.proc.pid}").exists()
     assert server.base is None or not Path(server.base).exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Docker: what only a container bounds, the containers themselves, and its errors
+
+
+def test_the_process_count_is_bounded_by_the_container_or_an_own_cgroup(ex: Any) -> None:
+    bounded = ex.name == "docker" or ex.cgroups is not None
+    assert (PROCS in ex.guarantees) == bounded
+    assert bounded or os.geteuid() != 0, no_cgroup_as_root(ex)
+
+
+def our_containers(owner: str | None = None) -> list[str]:
+    """Names of this project's containers (of one owner process, when given), running or not."""
+    label = f"{OWNER_LABEL}={owner}" if owner else LABEL
+    proc = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+DOCKER_FORK_BOMB = """\
+import os, time
+def f(x):
+    n = 0
+    try:
+        while n < 100000:
+            if os.fork() == 0:
+                while True:  # every child forks too
+                    try:
+                        os.fork()
+                    except OSError:
+                        time.sleep(0.01)
+            n += 1
+    except OSError as exc:
+        print('fork refused after', n, 'children:', type(exc).__name__, flush=True)
+    return x
+"""
+
+
+def test_a_fork_bomb_is_stopped_by_the_pid_limit_and_the_host_stays_responsive() -> None:
+    """Stopped by the count (the candidate itself sees fork fail, long before its time limit),
+    while a host process started meanwhile still starts at once."""
+    pids = 32
+    executor = build_executor("docker", Limits(timeout_s=30.0), docker=DockerSettings(pids=pids))
+    lags: list[float] = []
+    stop = threading.Event()
+
+    def host_probe() -> None:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            subprocess.run(["true"], check=True)
+            lags.append(time.monotonic() - t0)
+            time.sleep(0.05)
+
+    try:
+        still_works(executor)  # the container is up before the clock starts
+        probe = threading.Thread(target=host_probe)
+        probe.start()
+        try:
+            result = executor.run(DOCKER_FORK_BOMB, TEST)
+        finally:
+            stop.set()
+            probe.join()
+        assert result.status == "failed" and result.duration_s < 15, result  # not the 30 s limit
+        match = re.search(r"fork refused after (\d+) children", result.output)
+        assert match and 0 < int(match.group(1)) < pids, result.output
+        assert lags and max(lags) < 3.0, sorted(lags)[-3:]
+        still_works(executor)  # everything it forked is gone: the server can fork again
+    finally:
+        executor.close()
+
+
+def test_memory_beyond_the_container_limit_is_killed_and_the_executor_keeps_going() -> None:
+    """768 MiB, touched, under a 256 MiB container without swap: within the address-space rlimit
+    (4 GiB), so it is the cgroup that stops it, by killing the candidate (not the server)."""
+    executor = build_executor("docker", Limits(timeout_s=20.0), docker=DockerSettings(memory=256 << 20))
+    try:
+        result = executor.run("def f(x):\n    blocks = [bytearray(64 << 20) for _ in range(12)]\n    return len(blocks)\n", TEST)
+        assert result.status == "failed" and "SIGKILL" in result.message and result.duration_s < 15, result
+        still_works(executor)
+        assert executor.starts == 1
+    finally:
+        executor.close()
+
+
+def test_the_socket_folder_goes_at_start_and_the_container_at_close() -> None:
+    executor = build_executor("docker", Limits(timeout_s=TIMEOUT))
+    assert executor.run(GOOD, TEST).passed
+    server = executor._server
+    name, folder = server.name, server.folder
+    assert folder and not Path(folder).exists()  # removed once the server connected
+    assert name in our_containers(owner_label())  # (the `ex` fixture's may be there too)
+    executor.close()
+    assert name not in our_containers()
+
+
+KILLED_HARNESS = r"""
+import sys
+from humanevalfix.sandbox.executor import Limits
+from humanevalfix.sandbox.factory import build_executor
+ex = build_executor("docker", Limits(timeout_s=120.0))
+test = "def check(f):\n    assert f(1) == 2\ncheck(f)\n"
+assert ex.run("def f(x):\n    return x + 1\n", test).passed
+print(ex._server.name, flush=True)
+ex.run("import time\ndef f(x):\n    time.sleep(120)\n", test)
+"""
+
+
+def test_a_container_left_by_a_killed_run_is_removed_by_the_next_run() -> None:
+    """SIGKILL mid-run: nothing in the harness runs, and the server still waits on the candidate
+    (up to its 120 s). The next run's factory removes it: its owner process is gone."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_HARNESS], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    name = proc.stdout.readline().strip()
+    time.sleep(0.5)  # the sleeping run has started
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    assert name.startswith("hefix-") and name in our_containers()
+    executor = build_executor("docker", Limits(timeout_s=TIMEOUT))
+    try:
+        assert name not in our_containers()
+        assert executor.run(GOOD, TEST).passed
+    finally:
+        executor.close()
+
+
+def test_sigterm_stops_a_docker_run_and_leaves_no_container(tmp_path: Path) -> None:
+    generations = tmp_path / "generations.json"
+    generations.write_text(json.dumps([["import time\ntime.sleep(3)\n"]] * 4), encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "humanevalfix", "score", str(generations), "--sandbox", "docker", "--timeout", "10"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not our_containers(owner_label(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert our_containers(owner_label(proc.pid)), proc.communicate()[1]
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err, err[-2000:]
+    assert not [n for n in our_containers() if n.startswith(f"hefix-{proc.pid}-")]
+
+
+def one_error_line(args: list[str], cwd: Path, **env: str) -> str:
+    """Run the CLI; it must exit 2 with one `error:` line and no traceback. Returns the line."""
+    full_env = {k: v for k, v in os.environ.items() if k != "HUMANEVALFIX_SANDBOX"}
+    full_env.update(env)
+    proc = subprocess.run([sys.executable, "-m", "humanevalfix", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
+    return lines[0]
+
+
+def test_docker_problems_are_one_line_saying_what_to_run(tmp_path: Path) -> None:
+    generations = tmp_path / "generations.json"
+    generations.write_text(json.dumps([["def f(x):\n    return x\n"]]), encoding="utf-8")
+    score = ["score", str(generations), "--sandbox", "docker"]
+    line = one_error_line(score, tmp_path, PATH="/nonexistent")
+    assert "docker CLI is not installed" in line and "apt-get install docker.io" in line
+    line = one_error_line(score, tmp_path, DOCKER_HOST=f"unix://{tmp_path}/no-daemon.sock")
+    assert "Docker daemon is not running" in line and "dockerd" in line
+    line = one_error_line(score + ["--docker-image", "humanevalfix-no-such-image:0"], tmp_path)
+    assert "no such image here" in line and "docker pull humanevalfix-no-such-image:0" in line
+    line = one_error_line(["score", str(generations), "--sandbox", "process", "--docker-memory", "1g"], tmp_path)
+    assert "--docker-memory: only with --sandbox docker" in line
+    line = one_error_line(score + ["--docker-memory", "lots"], tmp_path)
+    assert "--docker-memory" in line and "512m" in line
+    # No permission on the socket: the real CLI's message, as a user outside the docker group gets it.
+    denied = subprocess.run(["runuser", "-u", "nobody", "--", "docker", "version"], capture_output=True, text=True, timeout=60)
+    assert denied.returncode != 0 and "permission denied" in denied.stderr.lower(), denied.stderr
+    assert "add your user to the docker group" in daemon_problem(denied.stderr)
+
+
+def test_auto_means_docker_only_when_humanevalfix_sandbox_says_so(tmp_path: Path, dataset_path: Path) -> None:
+    assert sandbox_choice("auto", {}) == "auto" and sandbox_choice("bwrap", {"HUMANEVALFIX_SANDBOX": "docker"}) == "bwrap"
+    env = {k: v for k, v in os.environ.items() if k != "HUMANEVALFIX_SANDBOX"}
+    # The limits from the environment, as users of other harnesses set them; --docker-cpus wins over its variable.
+    limits_env = {"SANDBOX_DOCKER_MEMORY": "512m", "SANDBOX_DOCKER_PIDS": "48", "SANDBOX_DOCKER_CPUS": "0.5"}
+    for chosen, expected in (("", "bwrap"), ("docker", "docker")):
+        out = tmp_path / f"run-{expected}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "humanevalfix", "--model", "oracle:canonical", "--tasks", "Python/0", "--dataset-path", str(dataset_path), "--out", str(out)]
+            + (["--docker-cpus", "2"] if chosen else []),
+            cwd=tmp_path, env={**env, **limits_env, "HUMANEVALFIX_SANDBOX": chosen}, capture_output=True, text=True, timeout=180,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        results = json.loads(out.read_text(encoding="utf-8"))
+        config = results["config"]
+        assert config["executor"] == expected and config["isolation"].startswith(expected)
+        assert results["summary"]["passed"] == 1
+    assert "at most 48 processes, 512 MiB memory without swap, 2 CPUs" in config["isolation"], config["isolation"]
+
+
+def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first docker run builds the image (here under a throwaway tag, not the shared one):
+    one line says so; the image runs the sandbox, and holds the interpreter, numpy, pytest and a
+    shell, but nothing else of the host."""
+    import humanevalfix.sandbox.docker as docker_module
+
+    tag = f"humanevalfix-sandbox:test-{random.randint(10**6, 10**7 - 1)}"
+    monkeypatch.setattr(docker_module, "default_tag", lambda: tag)
+    lines: list[str] = []
+    try:
+        docker_module.ensure_image(DockerSettings(), lines.append)
+        assert len(lines) == 1 and "building the sandbox image" in lines[0] and tag in lines[0], lines
+        docker_module.ensure_image(DockerSettings(), lines.append)  # there now: not built again
+        assert len(lines) == 1
+        size = subprocess.run(["docker", "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True, text=True, timeout=60)
+        assert 50e6 < int(size.stdout) < 400e6, size  # the interpreter and numpy, not the host
+        script = (
+            "import os, numpy, pytest, subprocess\n"
+            "print(subprocess.run(['/bin/sh', '-c', 'echo sh works'], capture_output=True, text=True).stdout.strip())\n"
+            f"for p in ['/etc/shadow', '/root/.bashrc', '/usr/bin/apt', '/usr/bin/gcc', {str(REPO)!r}, '/var/lib/dpkg']:\n"
+            "    print('present' if os.path.exists(p) else 'absent', p)\n"
+            "site = os.path.dirname(os.path.dirname(numpy.__file__))\n"
+            "print('packages:', sorted(n for n in os.listdir(site) if not n.endswith(('.dist-info', '.libs', '__pycache__'))))\n"
+        )
+        proc = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "python3", "-I", "-c", script], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("sh works\n") and "present" not in proc.stdout, proc.stdout
+        packages = proc.stdout.split("packages: ", 1)[1]
+        assert "'numpy'" in packages and "'pytest'" in packages and "openai" not in packages and "rich" not in packages, packages
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, timeout=120)

@@ -12,7 +12,10 @@ from typing import Any
 
 from humanevalfix import __version__
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
+from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
+from humanevalfix.sandbox.docker import DockerSettings
+from humanevalfix.sandbox.factory import SANDBOXES
 
 RESULTS_DIR = Path("results")
 
@@ -22,6 +25,82 @@ def load_dotenv_file(path: str | None = None) -> None:
     from dotenv import load_dotenv
 
     load_dotenv(dotenv_path=path or ".env", override=False)
+
+
+# What `--sandbox auto` means, when set (e.g. docker: auto never starts a container by itself).
+SANDBOX_ENV = "HUMANEVALFIX_SANDBOX"
+# The Docker executor's limits, as users of other harnesses set them; the --docker-* options win.
+DOCKER_ENV = {
+    "image": "SANDBOX_DOCKER_IMAGE",
+    "cpus": "SANDBOX_DOCKER_CPUS",
+    "memory": "SANDBOX_DOCKER_MEMORY",
+    "pids": "SANDBOX_DOCKER_PIDS",
+}
+MIN_DOCKER_MEMORY = 64 << 20  # the server alone, with numpy imported, takes about 40 MiB
+MIN_DOCKER_PIDS = 8  # the server, the waiting child, the candidate and a few of its own
+SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
+
+
+def sandbox_choice(kind: str, environ: dict[str, str] | None = None) -> str:
+    """--sandbox as given, except that `auto` is what HUMANEVALFIX_SANDBOX names, when set."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(SANDBOX_ENV, "").strip()
+    if kind != "auto" or chosen in ("", "auto"):
+        return kind
+    if chosen not in SANDBOXES:
+        raise ConfigError(f"{SANDBOX_ENV}={chosen}: not a sandbox (choose from {', '.join(SANDBOXES)})")
+    return chosen
+
+
+def parse_size(text: str, where: str) -> int:
+    """Bytes from `512m`, `2g`, `1.5GiB` or a plain number of bytes (as docker takes them)."""
+    match = SIZE_RE.match(text)
+    if not match:
+        raise ConfigError(f"{where}: expected a size such as 512m or 2g, got {text!r}")
+    scale = 1 << (10 * "bkmgt".index(match.group(2).lower() or "b"))
+    return int(float(match.group(1)) * scale)
+
+
+def docker_settings(
+    image: str | None = None,
+    cpus: float | None = None,
+    memory: str | None = None,
+    pids: int | None = None,
+    environ: dict[str, str] | None = None,
+) -> DockerSettings:
+    """The Docker executor's settings: each option, else its SANDBOX_DOCKER_* variable, else the default."""
+    env = os.environ if environ is None else environ
+    default = DockerSettings()
+
+    def pick(option: object, key: str, flag: str) -> tuple[str | None, str]:
+        if option is not None:
+            return str(option), flag
+        value = env.get(DOCKER_ENV[key], "").strip()
+        return (value or None), f"{DOCKER_ENV[key]}={value}"
+
+    image_text, _ = pick(image, "image", "--docker-image")
+    cpus_text, cpus_where = pick(cpus, "cpus", "--docker-cpus")
+    memory_text, memory_where = pick(memory, "memory", "--docker-memory")
+    pids_text, pids_where = pick(pids, "pids", "--docker-pids")
+    settings = DockerSettings(
+        image=image_text,
+        cpus=_number(cpus_text, cpus_where, float, 0.01) if cpus_text else default.cpus,
+        memory=parse_size(memory_text, memory_where) if memory_text else default.memory,
+        pids=int(_number(pids_text, pids_where, int, MIN_DOCKER_PIDS)) if pids_text else default.pids,
+    )
+    if settings.memory < MIN_DOCKER_MEMORY:
+        raise ConfigError(f"{memory_where}: at least {MIN_DOCKER_MEMORY >> 20}m (the sandbox's server takes about 40 MiB)")
+    return settings
+
+
+def _number(text: str, where: str, kind: type, minimum: float) -> float:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ConfigError(f"{where}: expected a number, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{where}: must be at least {minimum:g}, got {text}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -34,7 +113,8 @@ class RunConfig:
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     workers: int = 1
     samples: int = 1
-    sandbox: str = "auto"
+    sandbox: str = "auto"  # after sandbox_choice: what `auto` means here may be set by HUMANEVALFIX_SANDBOX
+    docker: DockerSettings = DockerSettings()  # --sandbox docker only
     timeout_s: float = 6.0
     out: Path | None = None
     resume: Path | None = None

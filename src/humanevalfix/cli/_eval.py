@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args
+from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args, sandbox_from_args
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
@@ -92,6 +92,7 @@ def _protocol(args: argparse.Namespace) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
+    sandbox, docker = sandbox_from_args(args)
     return RunConfig(
         preset=preset_from_args(args),
         dataset_path=resolve_path(args.dataset_path),
@@ -101,7 +102,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         protocol=_protocol(args),
         workers=args.workers,
         samples=args.samples,
-        sandbox=args.sandbox,
+        sandbox=sandbox,
+        docker=docker,
         timeout_s=args.timeout,
         out=args.out,
         resume=args.resume,

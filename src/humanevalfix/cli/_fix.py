@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from humanevalfix.cli._options import add_model_options, preset_from_args
+from humanevalfix.cli._options import add_model_options, preset_from_args, sandbox_from_args
 
 HELP = 'repair your own Python file against your tests with the agent; prints a unified diff'
 
@@ -25,4 +25,5 @@ def run(args: argparse.Namespace) -> int:
     from humanevalfix.fixer.command import run_fix
 
     preset = preset_from_args(args)  # a bad --model fails here, before anything runs
-    return run_fix(args, preset)
+    sandbox, docker = sandbox_from_args(args)
+    return run_fix(args, preset, sandbox, docker)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 from types import ModuleType
 from typing import Sequence
 
@@ -30,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "score": "humanevalfix.cli._score",
     "validate-dataset": "humanevalfix.cli._validate",
     "serve": "humanevalfix.cli._serve",
+    "sandbox": "humanevalfix.cli._sandbox",
 }
 
 
@@ -78,9 +81,22 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     )
     logging.getLogger("humanevalfix").setLevel(level)
     load_dotenv_file()
+    # SIGTERM (a scheduler, a `kill`) unwinds like Ctrl-C, so every command's `finally` stops what
+    # it started: fork servers, the embedded model, Docker containers.
+    old = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
     try:
         return args.run(args)
     except UserError as exc:
         # soft_wrap: one line whatever the terminal width, so the message stays greppable.
         Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:
+        Console(stderr=True).print("[yellow]interrupted[/]", highlight=False)
+        return 130
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

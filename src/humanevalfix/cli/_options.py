@@ -8,7 +8,10 @@ import urllib.parse
 from pathlib import Path
 
 from humanevalfix.agent import FEEDBACK_MODES
+from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
+from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_temperatures, resolve
+from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
 
@@ -70,10 +73,32 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-iters", type=non_negative_int, default=5, help="repair turns after the first attempt (0: one attempt, no feedback; default 5)")
     # fix: what run_code tests against (default: the tests). eval refuses it: --protocol decides there.
     g.add_argument("--feedback", choices=FEEDBACK_MODES, default=None, help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses --protocol instead")
-    g.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where candidates run (default: the strongest that works here)")
+    add_sandbox_options(g)
     g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     g.add_argument("--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)")
     g.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds per HTTP request (default 120)")
+
+
+DOCKER_OPTIONS = ("docker_image", "docker_cpus", "docker_memory", "docker_pids")
+
+
+def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates run") -> None:
+    """--sandbox and the Docker executor's options (eval, fix, score, validate-dataset)."""
+    g.add_argument("--sandbox", choices=SANDBOXES, default="auto", help=f"where {what} (default auto: the strongest of bwrap, unshare, process that works here; {SANDBOX_ENV}=docker makes auto mean docker)")
+    g.add_argument("--docker-image", metavar="IMAGE", help=f"--sandbox docker: the image, with python3 >= 3.10 and numpy (default {DOCKER_ENV['image']}, else humanevalfix-sandbox:<this Python>, built on first use)")
+    g.add_argument("--docker-cpus", type=positive_float, metavar="N", help=f"--sandbox docker: CPUs per container (default {DOCKER_ENV['cpus']}, else 1)")
+    g.add_argument("--docker-memory", metavar="SIZE", help=f"--sandbox docker: memory per container, swap included, e.g. 512m or 2g (default {DOCKER_ENV['memory']}, else 1g)")
+    g.add_argument("--docker-pids", type=positive_int, metavar="N", help=f"--sandbox docker: processes and threads per container (default {DOCKER_ENV['pids']}, else 64)")
+
+
+def sandbox_from_args(args: argparse.Namespace) -> tuple[str, DockerSettings]:
+    """The sandbox kind (`auto` resolved through HUMANEVALFIX_SANDBOX) and the Docker settings."""
+    kind = sandbox_choice(args.sandbox)
+    given = [f"--{name.replace('_', '-')}" for name in DOCKER_OPTIONS if getattr(args, name, None) is not None]
+    if given and kind != "docker":
+        raise ConfigError(f"{given[0]}: only with --sandbox docker (the sandbox here is {kind})")
+    settings = docker_settings(args.docker_image, args.docker_cpus, args.docker_memory, args.docker_pids)
+    return kind, settings
 
 
 def preset_from_args(args: argparse.Namespace) -> Preset:

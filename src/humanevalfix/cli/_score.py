@@ -8,8 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.cli._options import non_negative_int, positive_float, positive_int
-from humanevalfix.sandbox.factory import SANDBOXES
+from humanevalfix.cli._options import add_sandbox_options, non_negative_int, positive_float, positive_int, sandbox_from_args
 
 HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
 
@@ -18,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("generations", type=Path, help="a JSON list (dataset order) of lists of code strings, or a results file of this tool (re-scored, pass@1+ added)")
     p.add_argument("--dataset-path", help="the dataset (default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy)")
     p.add_argument("--limit-start", type=non_negative_int, default=0, help="the dataset row of the first entry (as the harness's --limit_start)")
-    p.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where candidates run (default: the strongest that works here)")
+    add_sandbox_options(p)
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
     p.add_argument("--out", type=Path, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
@@ -37,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
         return _rescore(args)
     generations = read_generations(args.generations)
     data = ds.load(ds.resolve_path(args.dataset_path))
+    kind, docker = sandbox_from_args(args)
     verdicts = score_generations(
-        generations, data.tasks, args.limit_start, args.sandbox, Limits(timeout_s=args.timeout), args.workers
+        generations, data.tasks, args.limit_start, kind, Limits(timeout_s=args.timeout), args.workers, docker=docker
     )
     document = verdicts_document(verdicts, args.generations, data)
     console = Console(stderr=True)
@@ -65,7 +65,8 @@ def _rescore(args: argparse.Namespace) -> int:
     from humanevalfix.sandbox.factory import build_executor
 
     console = Console(stderr=True)
-    executor = build_executor(args.sandbox, Limits(timeout_s=args.timeout))
+    kind, docker = sandbox_from_args(args)
+    executor = build_executor(kind, Limits(timeout_s=args.timeout), docker=docker)
     try:
         done = rescore(args.generations, executor, args.dataset_path)
     finally:

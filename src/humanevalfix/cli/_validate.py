@@ -7,16 +7,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.cli._options import positive_float, positive_int
+from humanevalfix.cli._options import add_sandbox_options, positive_float, positive_int, sandbox_from_args
 from humanevalfix.evaluation import validate
-from humanevalfix.sandbox.factory import SANDBOXES
 
 HELP = 'check every row of a dataset file (fields, entry point, tests; canonical passes, buggy fails)'
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, help="a .jsonl/.json/.parquet dataset (the schema is below)")
-    p.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where the code runs (default: the strongest that works here)")
+    add_sandbox_options(p, "the code runs")
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="rows checked in parallel")
     p.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -27,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     from humanevalfix.evaluation.validate import validate_file
     from humanevalfix.sandbox.executor import Limits
 
-    reports = validate_file(args.file, args.sandbox, Limits(timeout_s=args.timeout), args.workers)
+    kind, docker = sandbox_from_args(args)
+    reports = validate_file(args.file, kind, Limits(timeout_s=args.timeout), args.workers, docker=docker)
     console = Console(soft_wrap=True)  # one line per row and problem, however narrow the terminal
     bad = [r for r in reports if not r.ok]
     for r in bad:

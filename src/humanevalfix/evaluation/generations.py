@@ -30,6 +30,7 @@ from humanevalfix.sandbox.executor import Limits
 from humanevalfix.evaluation.passk import counts_by_task, mean_pass_at_k, ks_for
 from humanevalfix.evaluation.results import load_results
 from humanevalfix.sandbox.pool import ExecutorPool
+from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix.evaluation.scorer import score_code
 
@@ -175,6 +176,7 @@ def score_generations(
     sandbox: str = "auto",
     limits: Limits | None = None,
     workers: int = 1,
+    docker: DockerSettings | None = None,
 ) -> list[TaskVerdicts]:
     """Entry i is scored against dataset row limit_start + i, as the harness does."""
     if limit_start + len(generations) > len(tasks):
@@ -184,7 +186,7 @@ def score_generations(
         )
     limits = limits or Limits()
     jobs = [(i, j, code) for i, entry in enumerate(generations) for j, code in enumerate(entry)]
-    pool = ExecutorPool(executor_factory(sandbox, limits), max(1, workers))
+    pool = ExecutorPool(executor_factory(sandbox, limits, docker=docker), max(1, workers))
 
     def run(job: tuple[int, int, str]) -> CandidateVerdict:
         i, _, code = job

@@ -173,7 +173,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
-    pool = ExecutorPool(executor_factory(config.sandbox, limits), executor_slots(config.workers))
+    pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
         with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=ServerOptions(prompt_lookup=config.prompt_lookup)) as endpoint:
             preset = endpoint.preset

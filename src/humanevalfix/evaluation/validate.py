@@ -35,6 +35,7 @@ from humanevalfix.evaluation import dataset as ds
 from humanevalfix.errors import DatasetError
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.pool import ExecutorPool
+from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix import pyast
 
@@ -152,7 +153,9 @@ class _BadLine:
     message: str
 
 
-def validate_file(path: Path, sandbox: str = "auto", limits: Limits | None = None, workers: int = 1) -> list[RowReport]:
+def validate_file(
+    path: Path, sandbox: str = "auto", limits: Limits | None = None, workers: int = 1, docker: DockerSettings | None = None
+) -> list[RowReport]:
     """Every row, in file order; rows that cannot load are reported, not raised."""
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
@@ -181,7 +184,7 @@ def validate_file(path: Path, sandbox: str = "auto", limits: Limits | None = Non
     if not reports:
         raise DatasetError(f"{path}: no rows in file")
 
-    pool = ExecutorPool(executor_factory(sandbox, limits or Limits()), max(1, workers))
+    pool = ExecutorPool(executor_factory(sandbox, limits or Limits(), docker=docker), max(1, workers))
 
     def check(item: tuple[RowReport, ds.Task]) -> None:
         report, task = item

@@ -27,6 +27,7 @@ from rich.markup import escape
 
 from humanevalfix.agent import AgentResult
 from humanevalfix.errors import UserError
+from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.jail import probe
 from humanevalfix.models.presets import Preset
@@ -41,16 +42,22 @@ from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, baseline_p
 EXIT_FIXED, EXIT_NOT_FIXED = 0, 1
 
 
-def fix_executor(kind: str, limits: Limits, needs: tuple[Path, ...], warn: Callable[[str], None] | None = None) -> Executor:
+def fix_executor(
+    kind: str, limits: Limits, needs: tuple[Path, ...], warn: Callable[[str], None] | None = None, docker: DockerSettings | None = None
+) -> Executor:
     """The sandbox for `fix`: bwrap showing `needs` (the user's project) read-only at their own paths.
 
     `auto` takes bwrap where it works with those binds; where it does not, unshare (own network
     and PID namespaces) or process, which share the host's file system: `warn` is told why, and
     that a candidate can then write anywhere the user can. RestrictedPython cannot run pytest or
-    import the user's modules, so `restricted` is refused.
+    import the user's modules, so `restricted` is refused. `docker` binds `needs` read-only into the
+    container at their own paths (the image must have what your tests import: the default one has
+    the standard library, numpy and pytest).
     """
     if kind == "restricted":
-        raise UserError("--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; use --sandbox auto, bwrap, unshare or process")
+        raise UserError("--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; use --sandbox auto, bwrap, unshare, process or docker")
+    if kind == "docker":
+        return build_executor(kind, limits, ro_binds=needs, docker=docker)
     if kind == "auto":
         problem = probe("bwrap", ro_binds=needs)
         if problem is None:
@@ -117,7 +124,9 @@ def write_session_trace(path: Path, record: TaskRecord, result: AgentResult) -> 
         os.replace(written, path)
 
 
-def run_fix(args: argparse.Namespace, preset: Preset) -> int:
+def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None, docker: DockerSettings | None = None) -> int:
+    """`fix` as the CLI parsed it; `sandbox` and `docker`: the sandbox as resolved from the options
+    and the environment (default: args.sandbox as given)."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     user_file = load_user_file(args.file)
     if args.function:
@@ -132,7 +141,7 @@ def run_fix(args: argparse.Namespace, preset: Preset) -> int:
             console.print(escape(report.result.message))
 
     notes: list[str] = []
-    inner = fix_executor(args.sandbox, Limits(timeout_s=args.timeout), read_only_paths(user_file, tests), notes.append)
+    inner = fix_executor(sandbox or args.sandbox, Limits(timeout_s=args.timeout), read_only_paths(user_file, tests), notes.append, docker)
     executor = UserTestExecutor(inner, user_file, tests, on_report)
     try:
         target = f"`{args.function}`" if args.function else "what the failing tests point to"

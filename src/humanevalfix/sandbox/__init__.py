@@ -6,7 +6,8 @@
 executor.py holds the interface (`Executor`: run, close, name, isolation, guarantees) and the
 fresh-interpreter executor; forkserver.py the warm one; jail.py the OS isolation around either
 (bwrap, unshare, rlimits only); cgroup.py a cgroup per executor (process count and memory, root
-included); factory.py maps `--sandbox` to one; pool.py lends executors to worker threads. child/ is the code that runs inside the jail (standard library only, loaded by
+included); docker.py the warm one in a container per executor, with its image built by image.py;
+factory.py maps `--sandbox` to one; pool.py lends executors to worker threads. child/ is the code that runs inside the jail (standard library only, loaded by
 file path: see child/runner.py). A new executor implements `Executor`, passes
 tests/test_sandbox_conformance.py for the guarantees it claims, and gets a name in
 factory.SANDBOXES.
@@ -22,6 +23,9 @@ _MODULES = {
     "Limits": "executor",
     "SubprocessExecutor": "executor",
     "ForkServerExecutor": "forkserver",
+    "DockerExecutor": "docker",
+    "DockerSettings": "docker",
+    "build_image": "image",
     "Jail": "jail",
     "best_level": "jail",
     "probe": "jail",

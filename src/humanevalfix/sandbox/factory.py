@@ -1,12 +1,14 @@
-"""Choosing an executor: `--sandbox {auto,bwrap,unshare,process,restricted}`.
+"""Choosing an executor: `--sandbox {auto,bwrap,unshare,process,restricted,docker}`.
 
 - `bwrap`: bubblewrap jail (no network, own PID namespace, read-only system, private tmpfs).
 - `unshare`: network and PID namespaces only (the file system is the host's).
 - `process`: rlimits only.
 - `restricted`: RestrictedPython inside the strongest jail that works here.
+- `docker`: a locked-down container per executor (sandbox/docker.py; settings: DockerSettings).
 - `auto`: the strongest of bwrap > unshare > process that works here; below bwrap (no file-system
   isolation) never silently: the executor's `isolation_warning` says why, printed on stderr when
-  built and recorded in the results.
+  built and recorded in the results. Never docker: starting a daemon is the user's choice
+  (config.sandbox_choice lets HUMANEVALFIX_SANDBOX=docker pick it).
 
 All of them use a warm fork server per executor; `fresh=True` gives the fresh-interpreter
 variant of the same isolation (the benchmark's baseline, and the conformance suite's).
@@ -21,11 +23,12 @@ from pathlib import Path
 from typing import Callable
 
 from humanevalfix.errors import ConfigError
+from humanevalfix.sandbox.docker import DockerSettings, docker_factory
 from humanevalfix.sandbox.executor import Executor, Limits, SubprocessExecutor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import Jail, best_level, probe, weaker_warning
 
-SANDBOXES = ("auto", "bwrap", "unshare", "process", "restricted")
+SANDBOXES = ("auto", "bwrap", "unshare", "process", "restricted", "docker")
 LEVEL_NAMES = {"bwrap": "bwrap", "unshare": "unshare", "none": "process"}
 
 
@@ -52,13 +55,26 @@ def _hint(kind: str, problem: str) -> str:
 
 
 def executor_factory(
-    kind: str, limits: Limits, *, fresh: bool = False, ro_binds: tuple[Path, ...] = (), python: str = sys.executable
+    kind: str,
+    limits: Limits,
+    *,
+    fresh: bool = False,
+    ro_binds: tuple[Path, ...] = (),
+    python: str = sys.executable,
+    docker: DockerSettings | None = None,
 ) -> Callable[[], Executor]:
     """Executors of one kind, the jail probed once (a probe starts a jailed interpreter: a pool
     of executors would otherwise pay it per executor at every run's start). `python`: the
     interpreter the jail runs (by default this one), wherever it is installed."""
     if kind not in SANDBOXES:
         raise ConfigError(f"--sandbox: unknown sandbox {kind!r} (choose from {', '.join(SANDBOXES)})")
+    if kind == "docker":
+        if fresh:
+            raise ConfigError("--sandbox docker: runs a warm fork server per container only (no fresh interpreter per run)")
+        try:
+            return docker_factory(limits, docker or DockerSettings(), ro_binds)
+        except ValueError as exc:  # a bind the container cannot take
+            raise ConfigError(f"--sandbox docker: {exc}") from None
     try:
         jail = jail_for(kind, ro_binds, python)
     except ValueError as exc:  # a bind the jail cannot make (the whole file system, /proc, ...)
@@ -73,6 +89,12 @@ def executor_factory(
 
 
 def build_executor(
-    kind: str, limits: Limits, *, fresh: bool = False, ro_binds: tuple[Path, ...] = (), python: str = sys.executable
+    kind: str,
+    limits: Limits,
+    *,
+    fresh: bool = False,
+    ro_binds: tuple[Path, ...] = (),
+    python: str = sys.executable,
+    docker: DockerSettings | None = None,
 ) -> Executor:
-    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds, python=python)()
+    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker)()

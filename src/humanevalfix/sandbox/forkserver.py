@@ -53,7 +53,7 @@ GRACE_S = 3.0  # beyond the time limit, before the harness gives up on the serve
 
 
 @dataclass
-class _Server:
+class Server:
     """One running server; stopped by close(), a restart, or the executor's finalizer."""
 
     proc: subprocess.Popen[bytes]
@@ -179,14 +179,14 @@ class ForkServerExecutor(JailedExecutor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # JailedExecutor's arguments
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._finalizer: weakref.finalize | None = None
         self.starts = 0  # how many servers were started (a restart after a death counts)
         self._closed = False
         self._ready = False  # the current server said it is ready
 
     # -- server lifecycle
-    def _spawn(self) -> _Server | str:
+    def _spawn(self) -> Server | str:
         """Start a server process without waiting for it; why not, as a string, if it failed.
 
         Called from a thread that outlives the server: bwrap's --die-with-parent follows the
@@ -221,14 +221,17 @@ class ForkServerExecutor(JailedExecutor):
             return f"could not start the fork server: {exc}"
         finally:
             child.close()
+        return self._adopt(Server(proc, parent, stderr, base, group=group))
+
+    def _adopt(self, server: Server) -> Server:
+        """`server`, just started, becomes this executor's (stopped with it, or at exit)."""
         self.starts += 1
-        server = _Server(proc, parent, stderr, base, group=group)
         self._server = server
         self._finalizer = weakref.finalize(self, server.stop)
         self._ready = False
         return server
 
-    def _await_ready(self, server: _Server) -> str | None:
+    def _await_ready(self, server: Server) -> str | None:
         """None once the server says it is ready, else why not (and the server is stopped)."""
         hello = server.read_message(time.monotonic() + START_TIMEOUT_S)
         if not hello or not hello.get("ready"):

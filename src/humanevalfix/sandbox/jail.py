@@ -6,12 +6,15 @@ strongest to weakest:
 - `bwrap`: own network namespace (no network at all), own PID namespace with a fresh /proc, a
   read-only view of /usr and of the interpreter (its prefix, its virtual environment, the link
   chain of its executable and the site directories of what the jail imports: numpy,
-  RestrictedPython, pytest), wherever they live, /tmp included; a private size-capped tmpfs as work dir
-  and /tmp, nothing else of the host (no home, no project tree) but the directories a caller
+  RestrictedPython, pytest), wherever they live, /tmp included; a read-only root; a private
+  size-capped tmpfs as work dir and /tmp, nothing else of the host (no home, no project tree) but the directories a caller
   asks for (`ro_binds`, read-only at their own paths: `fix` shows the user's project this way),
   uid 65534 without capabilities;
 - `unshare`: own network and PID namespaces with a fresh /proc; the file system is the host's;
 - `none`: rlimits only; the child shares the file system, network and process table of the harness.
+
+(`docker`, a container per executor, is a level too, for what it guarantees and how it is
+described; sandbox/docker.py starts the container, not `wrap`.)
 
 Whatever the level, the child also sets its own rlimits and drops every capability (with
 no_new_privs, so no setuid binary such as sudo gives any back) before candidate code runs.
@@ -39,6 +42,7 @@ JAIL_SRC = "/hefix"  # where those files appear inside bwrap
 # The private tmpfs that is the candidate's cwd inside bwrap. Not /work: a user's project bound
 # read-only at its own path may well live there (a container's WORKDIR).
 JAIL_WORK = "/hefix-work"
+JAIL_SOCK = "/hefix-sock"  # docker: the bind-mounted folder holding the harness's socket
 SANDBOX_UID = 65534  # "nobody" inside the sandbox's user namespace
 PROBE_TIMEOUT_S = 20.0
 # What the jailed interpreter imports beyond the standard library: the scoring prelude's numpy,
@@ -50,18 +54,26 @@ JAIL_IMPORTS = ("numpy", "RestrictedPython", "pytest")
 NET = "net"  # no network: not even loopback services of the host
 PIDS = "pids"  # cannot see, signal or read /proc/<pid>/environ of the harness or other processes
 FS = "fs"  # cannot write outside its work dir and /tmp; sees no host files but the system, the interpreter and ro_binds
-GUARANTEES = {"bwrap": frozenset({NET, PIDS, FS}), "unshare": frozenset({NET, PIDS}), "none": frozenset()}
+GUARANTEES = {
+    "bwrap": frozenset({NET, PIDS, FS}),
+    "unshare": frozenset({NET, PIDS}),
+    "none": frozenset(),
+    # The container's own limits bound its process count and memory too: DockerExecutor adds
+    # cgroup.PROCS and cgroup.MEMORY (the other levels get them from cgroup.py where writable).
+    "docker": frozenset({NET, PIDS, FS}),
+}
 
 DESCRIPTIONS = {
     "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system, private tmpfs cwd and /tmp, uid 65534 without capabilities) + rlimits",
     "unshare": "unshare (no network, own PID namespace and /proc; host file system) + rlimits, no capabilities",
     "none": "rlimits only, no capabilities (host file system, network and process table)",
+    "docker": "docker container (no network, own PID namespace and /proc, read-only image as root file system, private tmpfs cwd and /tmp, uid 65534 without capabilities, no-new-privileges) + rlimits",
 }
 
 
 @dataclass(frozen=True)
 class Jail:
-    level: str  # "bwrap" | "unshare" | "none"
+    level: str  # "bwrap" | "unshare" | "none" | "docker" (the container is started by sandbox/docker.py)
     python: str = sys.executable
     work_bytes: int = 64 << 20  # tmpfs size of the work dir and of /tmp under bwrap
     # What bwrap binds read-only of the interpreter (`python`'s own, asked of it when left empty).
@@ -91,15 +103,15 @@ class Jail:
 
     @property
     def description(self) -> str:
-        if self.level == "bwrap" and self.ro_binds:
+        if self.level in ("bwrap", "docker") and self.ro_binds:
             shown = ", ".join(str(p) for p in self.ro_binds)
-            return DESCRIPTIONS["bwrap"].replace(") + rlimits", f"; read-only at the same path: {shown}) + rlimits")
+            return DESCRIPTIONS[self.level].replace(") + rlimits", f"; read-only at the same path: {shown}) + rlimits")
         return DESCRIPTIONS[self.level]
 
     @property
     def runner(self) -> str:
         """The runner's path as the jailed interpreter sees it."""
-        if self.level == "bwrap":
+        if self.level in ("bwrap", "docker"):
             return f"{JAIL_SRC}/runner.py"
         return str(CHILD_DIR / "runner.py")
 
@@ -113,6 +125,8 @@ class Jail:
             return bwrap_argv(self, as_pid_1) + ["--", *argv]
         if self.level == "unshare":
             return unshare_argv() + ["--", *argv]
+        if self.level == "docker":
+            raise ValueError("a docker jail is a container: sandbox/docker.py starts it")
         return list(argv)
 
 
@@ -191,7 +205,7 @@ def python_roots(layout: dict[str, Any]) -> tuple[str, ...]:
 
 
 # Where the jail puts its own mounts: a bind at, or above, one of these would hide or break them.
-RESERVED = ("/proc", "/dev", JAIL_SRC, JAIL_WORK)
+RESERVED = ("/proc", "/dev", JAIL_SRC, JAIL_WORK, JAIL_SOCK)
 
 
 def bind_problem(path: Path) -> str | None:
@@ -262,7 +276,9 @@ def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
     ]
     if as_pid_1:
         args.append("--as-pid-1")
-    return args + mount_args(jail) + ["--chdir", JAIL_WORK]
+    # --remount-ro /: the jail's own root is a tmpfs bwrap made (for the mount points /hefix, /usr,
+    # ...); writable, it would keep a candidate's files for the next run, outside every size cap.
+    return args + mount_args(jail) + ["--remount-ro", "/", "--chdir", JAIL_WORK]
 
 
 def unshare_argv() -> list[str]:

@@ -3,8 +3,9 @@
 Two ways in:
 - one-shot (`python -I child/runner.py`, the fresh-interpreter executors): one request on
   stdin, run in this process, which then exits;
-- fork server (`python -I child/runner.py --serve FD BASE [--private]`, the warm executors):
-  the prelude is imported once, then each request received on the unix socket FD is run by a
+- fork server (`python -I child/runner.py --serve FD BASE [--private]`, the warm executors;
+  `--serve-at PATH` instead of `--serve FD` connects to the harness's socket at PATH, as in a
+  Docker container): the prelude is imported once, then each request received on the socket is run by a
   forked child in a fresh directory under BASE. The server waits for the child (killing it at
   the time limit), kills every process the child left behind, removes its files and replies.
 
@@ -278,7 +279,7 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
                 os.close(go_w)
             clean_up(me, workdir)
         if private:
-            for shared in ("/tmp", "/dev/shm", base):
+            for shared in ("/tmp", "/dev/shm", "/dev/mqueue", base):  # POSIX queues: docker mounts one
                 procs.wipe(shared, mounts)
             procs.remove_ipc()
         if note is None:
@@ -296,9 +297,17 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
             remember_test(env, tests, note["test"])
 
 
+def connect(path: str) -> int:
+    """The harness's socket at `path` (a container cannot be handed an fd): connected, as an fd."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    return sock.detach()
+
+
 def main() -> None:
-    if len(sys.argv) >= 4 and sys.argv[1] == "--serve":
-        serve(int(sys.argv[2]), sys.argv[3], "--private" in sys.argv)
+    if len(sys.argv) >= 4 and sys.argv[1] in ("--serve", "--serve-at"):
+        fd = int(sys.argv[2]) if sys.argv[1] == "--serve" else connect(sys.argv[2])
+        serve(fd, sys.argv[3], "--private" in sys.argv)
         os._exit(0)
     run_once()
 
