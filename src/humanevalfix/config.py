@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix import __version__
+from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from humanevalfix.models.presets import Preset
 
@@ -32,6 +33,7 @@ class RunConfig:
     limit: int | None = None
     max_iters: int = 5
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
+    engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
     workers: int = 1
     samples: int = 1
     sandbox: str = "auto"
@@ -72,17 +74,20 @@ def results_path_for_stream(stream: Path) -> Path:
 
 
 # The fields that must match for --resume to continue a run rather than mix two.
-RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "protocol", "samples", "task_ids")
+# `engine` too, although both engines give the same results: the config labels every task of the
+# run with one engine, which a resume with the other would make untrue.
+RESUME_KEYS = ("model", "dataset_sha256", "max_iters", "protocol", "engine", "samples", "task_ids")
 # How the error names a differing key: as the option the user typed.
 RESUME_OPTIONS = {
     "model": "--model",
     "dataset_sha256": "--dataset-path (the file's contents)",
     "max_iters": "--max-iters",
     "protocol": "--protocol",
+    "engine": "--engine",
     "samples": "--samples",
 }
 # What a key missing from an older run's config meant then (runs from before the key existed).
-RESUME_DEFAULTS = {"samples": 1}  # for streams written before these were recorded; protocol: agent.protocols.protocol_of
+RESUME_DEFAULTS = {"samples": 1, "engine": DEFAULT_ENGINE}  # for streams written before these were recorded; protocol: agent.protocols.protocol_of
 
 
 def public_config(
@@ -108,6 +113,7 @@ def public_config(
         "max_iters": config.max_iters,
         "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it
         "feedback": config.feedback,
+        "engine": config.engine,  # agent.engines: who walked the steps (the same policy either way)
         "samples": config.samples,
         "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)
         "executor": executor_name,

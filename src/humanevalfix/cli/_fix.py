@@ -22,7 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from humanevalfix.agent.engines import require_engine
     from humanevalfix.fixer.command import run_fix
 
+    require_engine(args.engine)
     preset = preset_from_args(args)  # a bad --model fails here, before anything runs
     return run_fix(args, preset)

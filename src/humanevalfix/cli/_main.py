@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "score": "humanevalfix.cli._score",
     "validate-dataset": "humanevalfix.cli._validate",
     "serve": "humanevalfix.cli._serve",
+    "graph": "humanevalfix.cli._graph",
 }
 
 

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
+from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.config import RESUME_DEFAULTS, RESUME_KEYS, RESUME_OPTIONS, RunConfig, default_out, public_config, results_path_for_stream, stream_path
@@ -184,6 +185,7 @@ def _resumed_dataset(explicit: Path | None, old_config: dict[str, Any]) -> ds.Da
 
 def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
     console = console or Console(stderr=True)
+    require_engine(config.engine)  # before a model server or a sandbox starts
     preload_sdk(config.preset)
     old_records: list[TaskRecord] = []
     old_config: dict[str, Any] | None = None
@@ -230,6 +232,7 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
                 temperatures=preset.temperatures,
                 max_tokens=preset.max_tokens,
                 docstring=config.docstring,
+                engine=config.engine,
             )
             mode = ToolMode(preset.native_tools)
             outcome = _execute(

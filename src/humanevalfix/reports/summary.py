@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from humanevalfix.agent.engines import engine_of
 from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.evaluation.results import Summary
 
@@ -27,6 +28,7 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("tool calling", str(config.get("tool_mode", "")))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
     table.add_row("protocol", f"{describe(protocol_of(config))}; max iterations {config.get('max_iters')}")
+    table.add_row("engine", engine_of(config))
     table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
     if summary.passed_plus is not None and summary.passed_first_plus is not None:
