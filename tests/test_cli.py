@@ -161,7 +161,7 @@ def test_top_level_help_shows_the_eval_options_and_lists_every_command(tmp_path:
         assert option in proc.stdout, option
     for command in COMMANDS:
         assert f"\n  {command} " in proc.stdout, command
-    assert set(COMMANDS) == {"eval", "fix", "report", "export", "score", "validate-dataset", "serve", "sandbox"}
+    assert set(COMMANDS) == {"eval", "fix", "report", "export", "score", "validate-dataset", "serve", "sandbox", "graph"}
 
 
 @pytest.mark.parametrize("entry", [["-m", "humanevalfix"], ["eval_humanevalfix.py"], ["humanevalfix"]])

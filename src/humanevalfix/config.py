@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix import __version__
+from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
@@ -111,6 +112,7 @@ class RunConfig:
     limit: int | None = None
     max_iters: int = 5
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
+    engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
     workers: int = 1
     samples: int = 1
     sandbox: str = "auto"  # after sandbox_choice: what `auto` means here may be set by HUMANEVALFIX_SANDBOX
@@ -178,6 +180,7 @@ def public_config(
         "max_iters": config.max_iters,
         "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it
         "feedback": config.feedback,
+        "engine": config.engine,  # agent.engines: who walked the steps (the same policy either way)
         "samples": config.samples,
         "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)
         "executor": executor_name,

@@ -43,6 +43,7 @@ class AgentSettings:
     max_tokens: int = 1024
     repeat_bump: float = 0.2  # added to the temperature per repeated candidate so far
     docstring: bool = True  # the task's docstring in the prompt (eval --no-docstring: left out)
+    engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
 
     @property
     def budget(self) -> int:

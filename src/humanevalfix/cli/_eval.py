@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
 from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args, sandbox_from_args
 from humanevalfix.config import RunConfig
@@ -93,6 +94,7 @@ def _protocol(args: argparse.Namespace) -> str:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     sandbox, docker = sandbox_from_args(args)
+    require_engine(args.engine)  # refused before the model is resolved or started
     return RunConfig(
         preset=preset_from_args(args),
         dataset_path=resolve_path(args.dataset_path),
@@ -100,6 +102,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         limit=args.limit,
         max_iters=args.max_iters,
         protocol=_protocol(args),
+        engine=args.engine,
         workers=args.workers,
         samples=args.samples,
         sandbox=sandbox,

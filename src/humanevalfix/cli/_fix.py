@@ -22,8 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from humanevalfix.agent.engines import require_engine
     from humanevalfix.fixer.command import run_fix
 
+    require_engine(args.engine)
     preset = preset_from_args(args)  # a bad --model fails here, before anything runs
     sandbox, docker = sandbox_from_args(args)
     return run_fix(args, preset, sandbox, docker)

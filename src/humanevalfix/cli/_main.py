@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "validate-dataset": "humanevalfix.cli._validate",
     "serve": "humanevalfix.cli._serve",
     "sandbox": "humanevalfix.cli._sandbox",
+    "graph": "humanevalfix.cli._graph",
 }
 
 

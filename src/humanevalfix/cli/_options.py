@@ -8,6 +8,7 @@ import urllib.parse
 from pathlib import Path
 
 from humanevalfix.agent import FEEDBACK_MODES
+from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
 from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_temperatures, resolve
@@ -73,6 +74,12 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-iters", type=non_negative_int, default=5, help="repair turns after the first attempt (0: one attempt, no feedback; default 5)")
     # fix: what run_code tests against (default: the tests). eval refuses it: --protocol decides there.
     g.add_argument("--feedback", choices=FEEDBACK_MODES, default=None, help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses --protocol instead")
+    g.add_argument(
+        "--engine",
+        choices=tuple(ENGINES),
+        default=DEFAULT_ENGINE,
+        help="who runs the repair loop: " + "; ".join(f"{name}: {text}" for name, text in ENGINES.items()) + f" (default {DEFAULT_ENGINE}; the same results either way)",
+    )
     add_sandbox_options(g)
     g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     g.add_argument("--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)")

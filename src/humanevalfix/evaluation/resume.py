@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
@@ -51,9 +52,12 @@ OPTION_OF = {
     "samples": "--samples",
     "executor": "--sandbox",
     "timeout_s": "--timeout",
+    "engine": "--engine",
 }
 # What a field missing from an older run's config meant then (runs from before it was recorded).
-DEFAULTS = {"samples": 1}
+# `engine` is compared although both engines give the same results: the config labels every task
+# of the run with one engine, which a resume with the other would make untrue.
+DEFAULTS = {"samples": 1, "engine": DEFAULT_ENGINE}
 
 
 def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
+from humanevalfix.agent.engines import require_engine
 from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.config import RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from humanevalfix.errors import UserError
@@ -135,6 +136,7 @@ def _progress(console: Console) -> Progress:
 
 def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
     console = console or Console(stderr=True)
+    require_engine(config.engine)  # before a model server or a sandbox starts
     preload = preload_sdk(config.preset)
     try:
         return _run(config, console)
@@ -201,6 +203,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
                 temperatures=preset.temperatures,
                 max_tokens=preset.max_tokens,
                 docstring=config.docstring,
+                engine=config.engine,
             )
             mode = ToolMode(preset.native_tools)
             outcome = _execute(

@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from humanevalfix.agent import AgentResult, AgentSettings, Attempt, RepairRequest, ToolMode, repair
 from humanevalfix.agent.codecheck import fingerprint
+from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.runner import agent_fields
@@ -233,7 +234,10 @@ def find_fix(
                 console.print(f"widening the scope to {_scope_line(stage)} after {turns} turn{'s' if turns != 1 else ''}")
             scope = Scope(user_file.source, user_file.path.name, user_file.module, stage.function)
             told = ScopedExecutor(executor, localizer, stage.function)
-            settings = AgentSettings(max_iters=stage.turns - 1, feedback=args.feedback, temperatures=used.temperatures, max_tokens=used.max_tokens)
+            settings = AgentSettings(
+                max_iters=stage.turns - 1, feedback=args.feedback, temperatures=used.temperatures, max_tokens=used.max_tokens,
+                engine=getattr(args, "engine", DEFAULT_ENGINE),
+            )
             log.offset = len(scopes)
             result = repair(_request(user_file, tests, scope, args.feedback, baseline, told), model, told, settings, mode, on_attempt=log)
             results.append(result)

@@ -102,6 +102,8 @@ def compare_runs(a: Run, b: Run) -> Comparison:
         notes.append("The two runs used different dataset files (sha256 differs): the same task id may not be the same task.")
     if a.protocol != b.protocol:
         notes.append(f"The runs used different protocols ({a.protocol} and {b.protocol}): the models saw different information.")
+    if a.engine != b.engine:
+        notes.append(f"The runs used different engines ({a.engine} and {b.engine}): the same repair policy, so this alone does not change results.")
     pa, pb = plus_scores(a.records), plus_scores(b.records)
     only = len(fa) + len(fb) - 2 * len(common)
     if only:
@@ -159,6 +161,7 @@ def comparison_table(cmp: Comparison) -> Table:
     same = cmp.a.protocol == cmp.b.protocol
     note = "" if same else " [red](differs: the runs saw different information)[/]"
     table.add_row("protocol", cmp.a.protocol + note, cmp.b.protocol)
+    table.add_row("engine", cmp.a.engine, cmp.b.engine)
     table.add_row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
     table.add_row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
     table.add_row("pass@1+, after repair", *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in (cmp.plus_a, cmp.plus_b)))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from humanevalfix.agent.engines import engine_of
 from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
@@ -38,6 +39,10 @@ class Run:
     @property
     def protocol(self) -> str:
         return protocol_of(self.config)
+
+    @property
+    def engine(self) -> str:
+        return engine_of(self.config)
 
     @property
     def price(self) -> tuple[float | None, float | None]:
@@ -158,6 +163,7 @@ def summary_lines(run: Run) -> list[str]:
         f"dataset: {Path(str(c.get('dataset_source', '?'))).name}",
         f"task runs: {n}" + (f" ({c.get('samples')} independent repair runs per task)" if int(c.get("samples") or 1) > 1 else ""),
         f"protocol: {describe(protocol_of(c))}; max iterations {c.get('max_iters')}",
+        f"engine: {engine_of(c)}",
         "sandbox: " + sandbox_text(c),
         f"pass@1 first attempt: {100 * float(s.get('pass_at_1_first', 0)):.1f}%",
         f"pass@1 after repair: {100 * float(s.get('pass_at_1_final', 0)):.1f}%",

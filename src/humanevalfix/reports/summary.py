@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from humanevalfix.agent.engines import engine_of
 from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary
@@ -31,6 +32,7 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     if config.get("isolation_warning"):
         table.add_row("isolation warning", f"[yellow]{escape(str(config['isolation_warning']))}[/]")
     table.add_row("protocol", f"{describe(protocol_of(config))}; max iterations {config.get('max_iters')}")
+    table.add_row("engine", engine_of(config))
     table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
     if summary.passed_plus is not None and summary.passed_first_plus is not None:

@@ -1,0 +1,278 @@
+"""The repair policy as steps and routes: what both engines run, the built-in loop and the LangGraph graph.
+
+A turn is a walk through a few steps: `ask` the model, `read` its reply for a run_code call,
+`check` the candidate (parse, signature, tried before?), `run` it, then tell the model what came
+of it (`feedback`, or `repeat` for a candidate tried before, or `no_code` for a reply without a
+call). Each step acts on one RepairRun and returns a route; ROUTES says where each route leads.
+agent._driver walks that table in a `while` loop, agent._graph makes a LangGraph node of each
+step and a conditional edge of each route, so the two engines cannot drift apart: there is one
+copy of the policy, here and in the modules it calls (prompts, toolcalls, codecheck, strategies,
+the conversations).
+
+What a repair holds lives on the RepairRun (the graph's state carries it): the conversation, the
+attempts (`result`), the fingerprints tried, the turn against the budget.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from humanevalfix.agent import prompts
+from humanevalfix.agent._conversation import Conversation, Exchange
+from humanevalfix.agent._native import NativeConversation
+from humanevalfix.agent._request import RepairRequest
+from humanevalfix.agent._result import AgentResult, Attempt
+from humanevalfix.agent._settings import AgentSettings, ToolMode
+from humanevalfix.agent._text import TextConversation
+from humanevalfix.agent.codecheck import CodeCheck
+from humanevalfix.agent.toolcalls import ParsedCall, extract_calls, first_usable
+from humanevalfix.errors import ModelCallError
+from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest
+from humanevalfix.sandbox.executor import Executor
+
+END = "__end__"  # the same name LangGraph gives its end node
+FIRST = "ask"
+
+# step -> {route it returns: the next step}. The routes are the policy's decisions; the graph's
+# conditional edges are drawn from this table, and the built-in loop follows it.
+ROUTES: dict[str, dict[str, str]] = {
+    "ask": {"reply": "read", "retry": "ask", "context_exceeded": END, "error": END, "interrupted": END},
+    "read": {"call": "check", "no_code": "no_code"},
+    "check": {"new": "run", "malformed": "feedback", "invalid": "feedback", "repeat": "repeat", "not_run": END},
+    "run": {"passed": END, "failed": "feedback", "error": END},
+    "feedback": {"again": "ask", "budget": END},
+    "repeat": {"again": "ask", "budget": END},
+    "no_code": {"again": "ask", "stopped_calling": END, "budget": END},
+}
+
+# One line per step, for `humanevalfix graph`, the README and docs/langgraph.md.
+STEP_DOCS: dict[str, str] = {
+    "ask": "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a stop event ends",
+    "read": "find the run_code call in the reply and record the turn's attempt",
+    "check": "the candidate's syntax and signature, then its fingerprint against those tried; with --max-iters 0 it ends here",
+    "run": "run the candidate against the feedback tests in the sandbox",
+    "feedback": "tell the model the failure (or why its call was refused) and go on while turns are left",
+    "repeat": "tell the model it sent that code before (not run again): its strategy escalates, its temperature rises",
+    "no_code": "a reply without a call: a native model's last candidate is its answer, else it is asked for code",
+}
+
+
+class RepairRun:
+    """One repair in progress: the request, the conversation, the attempts, the candidates tried, the turn.
+
+    The steps are its methods; `attempt`, `reply`, `call` and `checked` are the current turn's, set
+    by the step that learns them.
+    """
+
+    def __init__(
+        self,
+        request: RepairRequest,
+        model: ChatModel,
+        executor: Executor,
+        settings: AgentSettings,
+        mode: ToolMode,
+        stop: threading.Event | None = None,
+        on_attempt: Callable[[Attempt], None] | None = None,
+    ) -> None:
+        self.on_attempt = on_attempt or (lambda attempt: None)
+        self.request = request
+        self.model = model
+        self.executor = executor
+        self.settings = settings
+        self.mode = mode
+        self.stop = stop
+        self.result = AgentResult(tool_mode=mode.name)
+        self.tried: dict[str, str] = {}  # a candidate's fingerprint -> what its run returned
+        self.conversation: Conversation = (
+            NativeConversation.start(request, settings, self.transcript)
+            if mode.native
+            else TextConversation.start(request, settings, self.transcript, executor, self.tried)
+        )
+        self.last: Exchange | None = None  # the turn before, for a text conversation taking over
+        self.turn = 0  # model turns spent (a retry in text spends none)
+        self.sent: ChatRequest | None = None
+        self.reply: ChatReply | None = None
+        self.call: ParsedCall | None = None
+        self.attempt: Attempt | None = None
+        self.checked: CodeCheck | None = None
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """The whole conversation, for traces (a native conversation sends it as it is)."""
+        return self.result.messages
+
+    # ------------------------------------------------------------ the steps
+
+    def ask(self) -> str:
+        result = self.result
+        if self.stop is not None and self.stop.is_set():
+            result.stop_reason = "interrupted"
+            return "interrupted"
+        sender = self.conversation = self.conversation.for_mode(self.mode, self.last)
+        self.sent = sender.next_request(self.turn, result)
+        try:
+            self.reply = self.model.chat(self.sent)
+        except ModelCallError as exc:
+            if sender.retry_in_text(exc, self.mode):
+                result.tool_mode = self.mode.name
+                return "retry"  # the same turn again, as text; no attempt was spent
+            if exc.kind == "context_exceeded":
+                # The model's own limit, like the budget: scored on what it produced so far.
+                result.stop_reason = "context_exceeded"
+                return "context_exceeded"
+            result.error, result.error_kind, result.stop_reason = str(exc), exc.kind, "error"
+            return "error"
+        return "reply"
+
+    def read(self) -> str:
+        sender, reply, result = self.conversation, self._reply(), self.result
+        assert self.sent is not None
+        self.transcript.append(sender.assistant_message(reply))
+        call = self.call = first_usable(extract_calls(reply.content, reply.tool_calls, self.request.target.function))
+        sender.observe(reply, call, self.mode)
+        result.tool_mode = self.mode.name
+        self.attempt = _attempt(self.turn, self.sent.temperature, reply, call, sender.strategy)
+        result.attempts.append(self.attempt)
+        self.turn += 1
+        # The feedback is worded for, and recorded by, the conversation that sends the next request.
+        self.conversation = sender.for_mode(self.mode, self.last)
+        return "no_code" if call is None else "call"
+
+    def check(self) -> str:
+        """Refuse a call that cannot be read or code that does not parse or keep the signature; spot a repeat."""
+        attempt, call, result = self._current(), self.call, self.result
+        assert call is not None
+        if call.code is None:
+            attempt.outcome = "malformed"
+            attempt.feedback = f"Your run_code call could not be read: {call.error}."
+            return self._told("malformed")
+        check = self.request.check(call.code)
+        attempt.code = check.code
+        if not check.ok:
+            attempt.outcome, attempt.feedback = "invalid", check.message
+            return self._told("invalid")
+        if check.fingerprint in self.tried:
+            attempt.outcome, attempt.feedback = "repeat", prompts.repeat_text(self.tried[check.fingerprint])
+            return self._told("repeat")
+        self.tried[check.fingerprint] = ""
+        self.checked = check
+        result.final_code = check.code
+        if attempt.turn == 0:
+            result.first_code = check.code
+        if self.settings.max_iters == 0:
+            attempt.outcome, result.stop_reason = "not_run", "budget"  # one attempt, no feedback
+            return self._told("not_run")
+        return "new"
+
+    def run(self) -> str:
+        attempt, check, result = self._current(), self.checked, self.result
+        assert check is not None
+        run = self.executor.run(check.code, self.request.tests or "")
+        attempt.exec_s = run.duration_s
+        if run.status == "error":
+            result.error, result.error_kind, result.stop_reason = f"executor: {run.message}", "executor", "error"
+            attempt.outcome = "error"
+            return self._told("error")
+        attempt.outcome = run.status
+        if run.passed and self.request.tests is None:
+            attempt.feedback = "The code ran without errors (no tests are shown in this mode)."
+        else:
+            attempt.feedback = prompts.tool_result_text(run.status, run.message, run.output)
+        self.tried[check.fingerprint] = attempt.feedback
+        if not run.passed:
+            attempt.feedback = prompts.retry_text(attempt.feedback, self.request.target, self.conversation.text_protocol)
+        self.on_attempt(attempt)
+        if run.passed:
+            self.transcript.extend(_reply_messages(self._reply(), self.call, attempt.feedback))
+            result.stop_reason = "passed"
+            return "passed"
+        return "failed"  # a timeout too: both are told to the model the same way
+
+    def feedback(self) -> str:
+        return self._answer(stuck=False)
+
+    def repeat(self) -> str:
+        return self._answer(stuck=True)
+
+    def no_code(self) -> str:
+        attempt, result = self._current(), self.result
+        self.on_attempt(attempt)
+        if self.conversation.stops_without_call(result):
+            result.stop_reason = "stopped_calling"
+            return "stopped_calling"
+        if self.turn >= self.settings.budget:
+            result.stop_reason = "budget"
+            return "budget"
+        attempt.feedback = prompts.no_code_text(self.request.target, self.conversation.text_protocol)
+        self._record(Exchange(self._reply().content or "", attempt.feedback), stuck=True)
+        return "again"
+
+    # ------------------------------------------------------------ shared by the steps
+
+    def _answer(self, stuck: bool) -> str:
+        """The candidate as clean code (or the reply as written) and its feedback go into the history;
+        `stuck` (a repeat) asks the next way. The budget decides whether there is a next turn."""
+        attempt = self._current()
+        shown = prompts.code_reply(attempt.code) if attempt.code is not None else self._reply().content or ""
+        self._record(Exchange(shown, attempt.feedback), stuck)
+        if self.turn >= self.settings.budget:
+            self.result.stop_reason = "budget"
+            return "budget"
+        return "again"
+
+    def _record(self, exchange: Exchange, stuck: bool) -> None:
+        self.transcript.extend(_reply_messages(self._reply(), self.call, exchange.feedback))
+        self.last = exchange
+        self.conversation.record(self.turn, exchange, stuck)
+
+    def _told(self, route: str) -> str:
+        """The attempt's outcome is known: say so (fix prints a line per turn), and go on by `route`."""
+        self.on_attempt(self._current())
+        return route
+
+    def _current(self) -> Attempt:
+        assert self.attempt is not None, "a step ran before `read`"
+        return self.attempt
+
+    def _reply(self) -> ChatReply:
+        assert self.reply is not None, "a step ran before `ask`"
+        return self.reply
+
+
+Step = Callable[[RepairRun], str]
+STEPS: dict[str, Step] = {name: getattr(RepairRun, name) for name in ROUTES}
+
+
+def walk(run: RepairRun, routes: dict[str, dict[str, str]] = ROUTES, steps: dict[str, Step] = STEPS) -> AgentResult:
+    """The built-in engine: from FIRST, each step's route to the next, until END."""
+    step = FIRST
+    while step != END:
+        step = routes[step][steps[step](run)]
+    return run.result
+
+
+def _attempt(turn: int, temperature: float, reply: ChatReply, call: ParsedCall | None, strategy: str) -> Attempt:
+    return Attempt(
+        turn=turn,
+        temperature=temperature,
+        outcome="no_code",
+        via=call.via if call else None,
+        tokens_in=reply.usage.prompt_tokens,
+        tokens_out=reply.usage.completion_tokens,
+        latency_s=reply.latency_s,
+        key_index=reply.key_index,
+        http_attempts=reply.http_attempts,
+        strategy=strategy,
+    )
+
+
+def _reply_messages(reply: ChatReply, call: ParsedCall | None, text: str) -> list[dict[str, Any]]:
+    """Native calls are answered with tool messages (every call id needs one); text calls by the user."""
+    if not reply.tool_calls:
+        return [{"role": "user", "content": text}]
+    out = []
+    for tc in reply.tool_calls:
+        answer = text if call is not None and tc.id == call.call_id else "Not run: one run_code call per turn."
+        out.append({"role": "tool", "tool_call_id": tc.id, "content": answer})
+    return out
