@@ -92,8 +92,8 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "max-iters 0: one attempt, not run": Scenario("Python/0", True, {"max_iters": 0}, [("native", "wrong1")], routes={("check", "not_run")}),
     "the model call fails": Scenario("Python/2", True, {"max_iters": 2}, [("error500", ""), ("error500", "")], routes={("ask", "error")}),
-    "the context overflows after a failure": Scenario(
-        "Python/2", True, {"max_iters": 3}, [("native", "wrong1"), ("context", "")], routes={("ask", "context_exceeded")}
+    "the context overflows after a failure": Scenario(  # cut down (agent._fit) until nothing is left to cut
+        "Python/2", True, {"max_iters": 3}, [("native", "wrong1")] + [("context", "")] * 6, routes={("ask", "retry"), ("ask", "context_exceeded")}
     ),
     "interrupted before the first turn": Scenario("Python/2", True, {}, [], stop=True, routes={("ask", "interrupted")}),
     "the sandbox fails": Scenario("Python/2", True, {}, [("native", "wrong1")], executor_fails=True, routes={("run", "error")}),

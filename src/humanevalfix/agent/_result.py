@@ -33,6 +33,8 @@ class AgentResult:
     error_kind: str | None = None  # auth | connection | timeout | executor | other (ModelCallError.kind)
     messages: list[dict[str, Any]] = field(default_factory=list)
     tool_mode: str = "native"
+    # What was left out of the requests to fit the server's context (agent._fit), in order.
+    context_trims: list[str] = field(default_factory=list)
 
     @property
     def iterations(self) -> int:

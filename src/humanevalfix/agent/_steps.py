@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from humanevalfix.agent import prompts
 from humanevalfix.agent._conversation import Conversation, Exchange
+from humanevalfix.agent._fit import ContextFit
 from humanevalfix.agent._native import NativeConversation
 from humanevalfix.agent._request import RepairRequest
 from humanevalfix.agent._result import AgentResult, Attempt
@@ -96,6 +97,7 @@ class RepairRun:
         self.call: ParsedCall | None = None
         self.attempt: Attempt | None = None
         self.checked: CodeCheck | None = None
+        self.fit = ContextFit.for_tests(request.tests)  # what is left out to fit the server's context
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
@@ -110,7 +112,8 @@ class RepairRun:
             result.stop_reason = "interrupted"
             return "interrupted"
         sender = self.conversation = self.conversation.for_mode(self.mode, self.last)
-        self.sent = sender.next_request(self.turn, result)
+        full = sender.next_request(self.turn, result)
+        self.sent = self.fit.apply(full)
         try:
             self.reply = self.model.chat(self.sent)
         except ModelCallError as exc:
@@ -118,6 +121,10 @@ class RepairRun:
                 result.tool_mode = self.mode.name
                 return "retry"  # the same turn again, as text; no attempt was spent
             if exc.kind == "context_exceeded":
+                cut = self.fit.shrink(full)
+                if cut is not None:
+                    result.context_trims.append(f"turn {self.turn}: {cut}")
+                    return "retry"  # the same turn, smaller; no attempt was spent
                 # The model's own limit, like the budget: scored on what it produced so far.
                 result.stop_reason = "context_exceeded"
                 return "context_exceeded"

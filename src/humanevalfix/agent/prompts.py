@@ -141,7 +141,7 @@ def task_prompt(request: RepairRequest, text_protocol: bool = False, current_fai
         parts += ["", request.rules.strip()]
     parts += ["", "```python", request.code.strip(), "```"]
     if request.tests:
-        parts += ["", "Tests:" if text_protocol else "It must pass these tests:", "```python", _tests_text(request.tests), "```"]
+        parts += ["", "Tests:" if text_protocol else "It must pass these tests:", "```python", tests_text(request.tests), "```"]
     if current_failure:
         subject = "the function" if target.function else "the code"
         parts += ["", f"Run as it is now, {subject} fails:", current_failure.strip()]
@@ -178,7 +178,7 @@ def rewrite_messages(request: RepairRequest) -> list[dict[str, Any]]:
         "",
         "Tests:",
         "```python",
-        _tests_text(request.tests),
+        tests_text(request.tests),
         "```",
         "",
         f"Reply with the complete `{name}` in one ```python block.",
@@ -187,7 +187,7 @@ def rewrite_messages(request: RepairRequest) -> list[dict[str, Any]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
 
 
-def _tests_text(test: str) -> str:
+def tests_text(test: str) -> str:
     """The test code without the blank lines HumanEvalPack pads it with."""
     return "\n".join(line for line in test.strip().splitlines() if line.strip())
 

@@ -43,6 +43,8 @@ class TaskRecord:
     plus_inputs: int = 0
     plus_example: str | None = None
     suspect_hardcoding: list[str] = field(default_factory=list)
+    # What the model was not shown because the server's context was too small (agent._fit)
+    context_trims: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -97,6 +97,7 @@ def agent_fields(result: AgentResult) -> dict[str, Any]:
         tokens_out=sum(a.tokens_out for a in attempts),
         model_latency_s=round(sum(a.latency_s for a in attempts), 3),
         attempts=result.attempts_dicts(),
+        context_trims=list(result.context_trims),
     )
 
 

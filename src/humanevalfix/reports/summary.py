@@ -67,6 +67,14 @@ def error_lines(records: Sequence[TaskRecord], shown: int = ERRORS_SHOWN) -> lis
 
 def print_summary(console: Console, summary: Summary, config: dict[str, Any], records: Sequence[TaskRecord] = ()) -> None:
     console.print(summary_table(summary, config))
+    trimmed = sum(1 for r in records if r.context_trims)
+    overflowed = sum(1 for r in records if r.stop_reason == "context_exceeded")
+    if trimmed or overflowed:
+        # What the model saw differs for these tasks: a number is read with this beside it.
+        console.print(
+            f"[yellow]context:[/] {trimmed} task(s) shown less to fit the model's context (`context_trims` per task), "
+            f"{overflowed} ended at the context limit (`stop_reason` context_exceeded)"
+        )
     lines = error_lines(records)
     if lines:
         console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")
