@@ -280,8 +280,20 @@ def _execute(
     with SigtermAsInterrupt(), _progress(console) as progress:
         bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0)
         executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix=WORKER_PREFIX)
-        pending: set[Future[tuple[TaskRecord, AgentResult]]] = {executor.submit(work, t, s) for t, s in jobs}
+        # Only as many tasks in flight as workers: the next starts once a finished one has been
+        # looked at, so a run that must stop (every key rejected, the server gone) starts no other.
+        queue = iter(jobs)
+        pending: set[Future[tuple[TaskRecord, AgentResult]]] = set()
+
+        def top_up() -> None:
+            while len(pending) < max(1, config.workers):
+                job = next(queue, None)
+                if job is None:
+                    return
+                pending.add(executor.submit(work, *job))
+
         try:
+            top_up()
             while pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -297,6 +309,7 @@ def _execute(
                     reason = health.observe(record)
                     if reason:
                         raise _Abort(reason)
+                top_up()
         except KeyboardInterrupt:
             status = "interrupted"
             stop.set()
