@@ -16,7 +16,7 @@ from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.models.presets import Preset
 from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
 
-from .conftest import entry_point_of, results_of, run_cli
+from .conftest import clean_env, entry_point_of, results_of, run_cli
 
 # Refers to row 2's function but never runs check(): it would pass any code.
 NEVER_CALLED = "def check(candidate):\n    assert candidate('(a)') == []\n\nchecked = separate_paren_groups\n"
@@ -176,3 +176,40 @@ def test_resume_refuses_any_result_affecting_change(
     assert expected in str(info.value) and "--resume" in str(info.value)
     if change != "dataset":
         assert "there" in str(info.value) and "now" in str(info.value)
+
+
+def test_resume_refuses_other_docker_limits_naming_the_option(tmp_path: Path, tiny_dataset: Path) -> None:
+    """The container's image and limits can change verdicts: compared like the executor (the
+    isolation text that shows them is only informational)."""
+    from dataclasses import replace
+
+    from humanevalfix.config import public_config
+    from humanevalfix.evaluation import resume
+    from humanevalfix.models.presets import resolve
+    from humanevalfix.sandbox.docker import DockerSettings
+
+    base = RunConfig(preset=resolve("oracle:canonical"), dataset_path=tiny_dataset, sandbox="docker", docker=DockerSettings(image="img:1"))
+
+    def public(config: RunConfig) -> dict[str, Any]:
+        return public_config(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="docker", isolation="docker container")
+
+    resume.check(public(base), public(base), tmp_path / "r.jsonl")  # the same settings: accepted
+    for changed, option in [
+        (DockerSettings(image="img:1", memory=256 << 20), "--docker-memory"),
+        (DockerSettings(image="img:2"), "--docker-image"),
+        (DockerSettings(image="img:1", pids=16), "--docker-pids"),
+    ]:
+        with pytest.raises(UserError) as info:
+            resume.check(public(base), public(replace(base, docker=changed)), tmp_path / "r.jsonl")
+        assert option in str(info.value)
+    not_docker = public_config(base, dataset_source="s", dataset_sha256="abc", task_ids=[], executor_name="bwrap", isolation="bwrap")
+    assert not_docker["docker"] is None  # nothing recorded that did not apply
+
+
+def test_docker_variables_do_not_concern_other_sandboxes(tmp_path: Path, tiny_dataset: Path) -> None:
+    """SANDBOX_DOCKER_* written for another harness (512Mi) must not stop a run in another sandbox."""
+    env = clean_env(SANDBOX_DOCKER_MEMORY="512Mi", SANDBOX_DOCKER_PIDS="lots")
+    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(tiny_dataset), "--sandbox", "process", "--out", str(tmp_path / "r.json")], cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(tiny_dataset), "--sandbox", "docker", "--out", str(tmp_path / "d.json")], cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "SANDBOX_DOCKER_" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -454,3 +454,12 @@ def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkey
     code, out, lines, _, attempts = sessions["langgraph"]
     assert code == 0 and out.endswith("-OFFSET = 1\n+OFFSET = 0\n \n \n def _total(xs):\n")
     assert [a["outcome"] for a in attempts] == ["invalid", "failed", "no_code", "failed", "passed"]
+
+
+def test_graph_out_that_cannot_be_written_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from humanevalfix.cli import main
+
+    assert main(["graph", "--out", str(tmp_path)]) == 2  # a directory
+    err = capsys.readouterr().err
+    assert "--out" in err and "is a directory" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

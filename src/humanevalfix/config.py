@@ -184,6 +184,13 @@ def public_config(
         "samples": config.samples,
         "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)
         "executor": executor_name,
+        # The container's image and limits can change verdicts (numpy's version, a memory cap), so
+        # they are compared on --resume like the executor; the isolation text below only shows them.
+        "docker": (
+            {"image": config.docker.tag, "cpus": config.docker.cpus, "memory": config.docker.memory, "pids": config.docker.pids}
+            if executor_name == "docker"
+            else None
+        ),
         "isolation": isolation,
         # Set when `--sandbox auto` ran below file-system isolation: why (e.g. "bwrap failed: ...").
         "isolation_warning": isolation_warning,

@@ -34,6 +34,11 @@ class ContextFit:
     def for_tests(cls, tests: str | None) -> ContextFit:
         return cls(prompts.tests_text(tests) if tests else None)
 
+    @property
+    def most_cuts(self) -> int:
+        """An upper bound on the cuts a repair can make (each is a retried `ask`)."""
+        return 1 + len((self.tests or "").splitlines()).bit_length()
+
     def apply(self, request: ChatRequest) -> ChatRequest:
         """`request` with the cuts made so far (a copy; the conversation is left as it is)."""
         if self.history and self.test_lines is None:

@@ -113,8 +113,9 @@ def run_graph(run: RepairRun, graph: CompiledStateGraph[Any] | None = None) -> A
     """Walk the steps through the graph (the default one unless `graph` is given); the result is the run's."""
     graph = graph if graph is not None else compile_graph()
     # LangGraph stops a run after recursion_limit node runs; the budget ends a repair well before
-    # (a turn runs each node at most once, `ask` twice when the endpoint needs text).
-    limit = (run.settings.budget + 1) * (len(graph.nodes) + 1) + 10
+    # (a turn runs each node at most once, `ask` twice when the endpoint needs text), plus one
+    # `ask` per cut made to fit the server's context (agent._fit).
+    limit = (run.settings.budget + 1) * (len(graph.nodes) + 1) + run.fit.most_cuts + 10
     graph.invoke({"repair": run, "route": ""}, {"recursion_limit": limit})
     return run.result
 

@@ -49,7 +49,7 @@ ROUTES: dict[str, dict[str, str]] = {
 
 # One line per step, for `humanevalfix graph`, the README and docs/langgraph.md.
 STEP_DOCS: dict[str, str] = {
-    "ask": "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a stop event ends",
+    "ask": "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a prompt too long for the context retries cut down (context_exceeded once nothing is left to cut), a stop event ends",
     "read": "find the run_code call in the reply and record the turn's attempt",
     "check": "the candidate's syntax and signature, then its fingerprint against those tried; with --max-iters 0 it ends here",
     "run": "run the candidate against the feedback tests in the sandbox",

@@ -22,16 +22,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from humanevalfix.agent import STEP_DOCS, compile_graph, drawable, require_langgraph
+    from humanevalfix.evaluation.outputs import check_file
     from humanevalfix.reports.graph_picture import DrawnEdge, draw_png
 
     require_langgraph("graph")
+    out: Path = args.out
+    check_file(out, "--out")  # one line, before drawing, for a directory or a folder not writable
+    check_file(out.with_suffix(".mmd"), "--out (its .mmd beside it)")
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     graph = compile_graph()
     drawn = drawable(graph)
     text = drawn.draw_mermaid()
     edges = [DrawnEdge(e.source, e.target, e.data, e.conditional) for e in drawn.edges]
     png = draw_png(list(drawn.nodes), edges, TITLE)
-    out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(png)
     mermaid_path = out.with_suffix(".mmd")

@@ -104,8 +104,9 @@ def sandbox_from_args(args: argparse.Namespace) -> tuple[str, DockerSettings]:
     given = [f"--{name.replace('_', '-')}" for name in DOCKER_OPTIONS if getattr(args, name, None) is not None]
     if given and kind != "docker":
         raise ConfigError(f"{given[0]}: only with --sandbox docker (the sandbox here is {kind})")
-    settings = docker_settings(args.docker_image, args.docker_cpus, args.docker_memory, args.docker_pids)
-    return kind, settings
+    if kind != "docker":  # SANDBOX_DOCKER_* of another harness's syntax must not stop other sandboxes
+        return kind, DockerSettings()
+    return kind, docker_settings(args.docker_image, args.docker_cpus, args.docker_memory, args.docker_pids)
 
 
 def preset_from_args(args: argparse.Namespace) -> Preset:

@@ -53,6 +53,10 @@ OPTION_OF = {
     "executor": "--sandbox",
     "timeout_s": "--timeout",
     "engine": "--engine",
+    "docker.image": "--docker-image (or SANDBOX_DOCKER_IMAGE)",
+    "docker.cpus": "--docker-cpus (or SANDBOX_DOCKER_CPUS)",
+    "docker.memory": "--docker-memory (or SANDBOX_DOCKER_MEMORY)",
+    "docker.pids": "--docker-pids (or SANDBOX_DOCKER_PIDS)",
 }
 # What a field missing from an older run's config meant then (runs from before it was recorded).
 # `engine` is compared although both engines give the same results: the config labels every task

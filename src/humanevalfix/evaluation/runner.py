@@ -292,11 +292,15 @@ def _execute(
                     return
                 pending.add(executor.submit(work, *job))
 
+        # Finished but not yet kept: a stop in the middle of a batch must still keep the rest.
+        unseen: set[Future[tuple[TaskRecord, AgentResult]]] = set()
         try:
             top_up()
             while pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                unseen = set(finished)
                 for fut in finished:
+                    unseen.discard(fut)
                     if not fut.cancelled() and fut.exception() is not None:
                         raise fut.exception()  # type: ignore[misc]  # a bug, not a task's failure
                     record = keep(fut)
@@ -316,11 +320,11 @@ def _execute(
             progress.console.print(
                 f"[yellow]Interrupted: finishing the calls in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now), keeping finished tasks…[/]"
             )
-            problem = _wind_down(pending, keep)
+            problem = _wind_down(pending | unseen, keep)
         except _Abort as exc:
             status, problem = "aborted", str(exc)
             stop.set()
-            _wind_down(pending, keep)
+            _wind_down(pending | unseen, keep)
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
 
