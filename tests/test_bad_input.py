@@ -41,6 +41,7 @@ def rows_with(tmp_path: Path, dataset_rows: list[dict[str, Any]], broken: dict[s
 CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[str, ...]]] = {
     "out is a directory": (lambda d, r: ["--out", str(d)], ("--out", "is a directory")),
     "out under /proc": (lambda d, r: ["--out", "/proc/x.json"], ("--out /proc/x.json", "cannot write there")),
+    "resume is a directory": (lambda d, r: ["--resume", str(d)], ("--resume", "is a directory")),
     "traces is a file": (lambda d, r: ["--traces", str(d / "tiny.jsonl")], ("--traces", "is a file")),
     "timeout nan": (lambda d, r: ["--timeout", "nan"], ("--timeout", "finite")),
     "timeout inf": (lambda d, r: ["--timeout", "inf"], ("--timeout", "finite")),
@@ -48,6 +49,8 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
     "empty task list": (lambda d, r: ["--tasks", ""], ("--tasks", "no task ids")),
     "base url without scheme": (lambda d, r: ["--base-url", "localhost:8000/v1"], ("--base-url", "not an http(s) URL")),
     "temperature out of range": (lambda d, r: ["--temperatures", "0,3"], ("--temperatures", "between 0 and 2")),
+    "temperature nan": (lambda d, r: ["--temperatures", "0,nan"], ("--temperatures", "between 0 and 2")),
+    "temperature inf": (lambda d, r: ["--temperatures", "inf"], ("--temperatures", "between 0 and 2")),
     "max_tokens not a number": (
         lambda d, r: ["--models-file", str(models_file(d, max_tokens="lots")), "--model", "mine"],
         ("models.yaml", "preset 'mine'", "field 'max_tokens'"),
@@ -86,11 +89,28 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
         lambda d, r: ["--dataset-path", str(rows_with(d, r, {"test": NEVER_CALLED}))],
         ("bad.jsonl:2", "defines check() but never calls it", "--skip-bad-rows"),
     ),
+    "two bad rows, both named": (
+        lambda d, r: ["--dataset-path", str(_two_bad_rows(d, r))],
+        ("two_bad.jsonl:2", "never calls it", "1 more row(s): ", "two_bad.jsonl:3", "--skip-bad-rows"),
+    ),
+    "test never refers to the function": (
+        lambda d, r: ["--dataset-path", str(rows_with(d, r, {"test": "def check(candidate):\n    assert True\n\ncheck(len)\n"}))],
+        ("bad.jsonl:2", "--skip-bad-rows"),
+    ),
     "test does not parse": (
         lambda d, r: ["--dataset-path", str(rows_with(d, r, {"test": "def check(candidate)\n    assert 1\ncheck(x)\n"}))],
         ("bad.jsonl:2", "test", "--skip-bad-rows"),
     ),
 }
+
+
+def _two_bad_rows(tmp_path: Path, dataset_rows: list[dict[str, Any]]) -> Path:
+    rows = [dict(r) for r in dataset_rows[:3]]
+    for row in rows[1:]:
+        row["test"] = NEVER_CALLED
+    path = tmp_path / "two_bad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
 
 
 def _write(path: Path, data: bytes) -> Path:

@@ -272,3 +272,21 @@ def test_another_base_url_drops_the_presets_prices() -> None:
     assert (own.price_in, own.price_out) == (None, None) and own.provider == "compatible"
     same = resolve("gpt-4o-mini", presets=presets, environ={})
     assert (same.price_in, same.price_out) == (0.15, 0.60)
+
+
+def test_the_error_list_shows_the_first_ten_then_a_count() -> None:
+    from humanevalfix.evaluation.records import TaskRecord
+    from humanevalfix.reports.summary import error_lines
+
+    def record(i: int, error: str | None) -> TaskRecord:
+        return TaskRecord(
+            task_id=f"Python/{i}", entry_point="f", bug_type="", failure_symptoms="", passed=False, passed_first=False,
+            iterations=0, executions=0, stop_reason="error" if error else "budget", tool_mode="text", first_code=None,
+            final_code=None, score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0, error=error,
+        )
+
+    records = [record(i, f"cause {i}" if i != 3 else None) for i in range(13)]  # 12 errors, one task without
+    lines = error_lines(records)
+    assert lines[:10] == [f"Python/{i}: cause {i}" for i in (0, 1, 2, 4, 5, 6, 7, 8, 9, 10)]
+    assert len(lines) == 11 and lines[10].startswith("… and 2 more")
+    assert error_lines(records[:3]) == ["Python/0: cause 0", "Python/1: cause 1", "Python/2: cause 2"]

@@ -241,19 +241,20 @@ def hang_after_first(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
     return lambda rec: Response(delay_s=120.0) if entry_point_of(rec) != "has_close_elements" else good(rec)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("interrupts", [1, 2])
 def test_a_hung_endpoint_cannot_hold_the_exit_and_a_second_ctrl_c_ends_it_at_once(
-    interrupts: int, tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
+    interrupts: int, sig: signal.Signals, tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
 ) -> None:
     out = tmp_path / "r.json"
     with ScriptedServer(hang_after_first(tiny_tasks)) as server:
         proc = _start_hanging_run(tmp_path, tiny_dataset, server, out)
         try:
             started = time.monotonic()
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sig)
             if interrupts == 2:
                 time.sleep(0.5)
-                proc.send_signal(signal.SIGINT)
+                proc.send_signal(sig)
             _, stderr = proc.communicate(timeout=GRACE_S + 30)
             took = time.monotonic() - started
         finally:

@@ -83,6 +83,8 @@ class Stream:
 
 def read_stream(path: Path) -> tuple[dict[str, Any], list[TaskRecord]]:
     """The config and the records; a torn last line (a crash mid-write) is cut off the file."""
+    if path.is_dir():
+        raise UserError(f"--resume: {path} is a directory; give the run's .jsonl stream (or its .json results file)")
     if not path.is_file():
         raise UserError(f"--resume: file not found: {path}")
     config: dict[str, Any] | None = None

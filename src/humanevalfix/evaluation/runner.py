@@ -154,7 +154,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     if config.resume:
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
-        stream_file = config.resume if config.resume.suffix == ".jsonl" else stream_path(config.resume)
+        stream_file = config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
         old_config, old_records = read_stream(stream_file)
         data = resume.dataset_for(config.dataset_path, old_config)
         tasks = resume.tasks_of(data, old_config, stream_file)

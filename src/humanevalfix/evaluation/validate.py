@@ -104,16 +104,23 @@ def refuse_bad_rows(data: ds.Dataset, tasks: list[ds.Task], skip: bool) -> tuple
     any such row is a DatasetError naming its place in the file."""
     kept: list[ds.Task] = []
     bad: list[str] = []
+    places: list[str] = []
     for task in tasks:
         problems = scoring_problems(task)
         if problems:
+            places.append(data.where.get(task.task_id, task.task_id))
             bad.append(f"{data.where.get(task.task_id, data.source)}: {task.task_id}: {problems[0]}")
         else:
             kept.append(task)
     if bad and not skip:
-        more = f" (and {len(bad) - 1} more row(s))" if len(bad) > 1 else ""
+        # Still one line: the first row's problem in full, then where every other bad row is.
+        more = f" (and {len(bad) - 1} more row(s): {', '.join(_shown(places[1:]))})" if len(bad) > 1 else ""
         raise DatasetError(f"{bad[0]}{more}; fix the row(s) (see validate-dataset) or pass --skip-bad-rows")
     return kept, bad
+
+
+def _shown(places: list[str], most: int = 20) -> list[str]:
+    return places[:most] + ([f"… {len(places) - most} more"] if len(places) > most else [])
 
 
 def static_problems(task: ds.Task) -> list[str]:

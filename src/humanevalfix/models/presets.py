@@ -138,7 +138,7 @@ def parse_temperatures(text: str) -> tuple[float, ...]:
         temps = tuple(float(t) for t in text.split(",") if t.strip())
     except ValueError:
         raise ConfigError(f"--temperatures: expected numbers separated by commas, got {text!r}") from None
-    if not temps or any(t < 0 or t > 2 for t in temps):
+    if not temps or not all(0 <= t <= 2 for t in temps):  # written so that nan fails too
         raise ConfigError(f"--temperatures: each value must be between 0 and 2, got {text!r}")
     return temps
 
