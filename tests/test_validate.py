@@ -98,3 +98,16 @@ def test_humanevalfix_rows_validate(tmp_path: Path, tiny_dataset: Path) -> None:
 def test_missing_file_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate-dataset", str(tmp_path / "nope.jsonl")]) == 2
     assert "dataset file not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_validate_dataset_runs_in_docker_too(tmp_path: Path, tiny_dataset: Path) -> None:
+    """The rows' canonical and buggy code run in the container executor: the same verdicts."""
+    proc = run_cli(["validate-dataset", str(tiny_dataset), "--sandbox", "docker"], cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert "all 3 row(s) hold" in proc.stdout
+    bad = tmp_path / "bad.jsonl"
+    row = json.loads(tiny_dataset.read_text(encoding="utf-8").splitlines()[0])
+    bad.write_text(json.dumps(dict(row, canonical_solution=row["buggy_solution"])) + "\n", encoding="utf-8")
+    proc = run_cli(["validate-dataset", str(bad), "--sandbox", "docker"], cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 1 and row["task_id"] in proc.stdout, proc.stdout + proc.stderr[-2000:]
