@@ -75,9 +75,14 @@ SCENARIOS: dict[str, Scenario] = {
         routes={("check", "malformed"), ("run", "failed"), ("check", "repeat"), ("repeat", "again"), ("no_code", "stopped_calling")},
     ),
     "text: repeats escalate fix, explain, rewrite; no code is asked again; budget": Scenario(
-        "Python/3", False, {"max_iters": 4, "temperatures": (0.0, 0.5)},
+        "Python/3", False, {"max_iters": 4, "temperatures": (0.0, 0.5), "rewrite_turns": None},
         [("fenced", "buggy"), ("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "wrong2")],
         routes={("read", "no_code"), ("no_code", "again"), ("feedback", "budget")},
+    ),
+    "text: the last resort's two turns, then stuck (the budget's route)": Scenario(
+        "Python/3", False, {"max_iters": 5},
+        [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong1")],
+        routes={("repeat", "budget")},
     ),
     "text: the second half rewrites, then a pass": Scenario(
         "Python/3", False, {"max_iters": 5},

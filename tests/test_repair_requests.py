@@ -36,11 +36,16 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "repair_requests.json"
 # | reject (the endpoint refuses `tools`); code buggy | canonical | wrong<N> | badsig | syntax.
 SCENARIOS: dict[str, tuple[str, bool, dict[str, Any], list[tuple[str, str]]]] = {
     "text: fix, explain, rewrite, prose, then a pass": (
-        "Python/3", False, {"max_iters": 5, "temperatures": (0.0, 0.5)},
+        "Python/3", False, {"max_iters": 5, "temperatures": (0.0, 0.5), "rewrite_turns": None},
         [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "canonical")],
     ),
+    # The default since the rewrite cap: the last resort's two turns, then the task ends as `stuck`.
+    "text: rewrite gets two turns, then stuck": (
+        "Python/3", False, {"max_iters": 5},
+        [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong1")],
+    ),
     "text: the second half rewrites; helpers restored": (
-        "Python/10", False, {"max_iters": 5},
+        "Python/10", False, {"max_iters": 5, "rewrite_turns": None},
         [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong3"), ("fenced", "wrong4"), ("fenced", "wrong3"), ("fenced", "canonical")],
     ),
     "text: no docstring, rewrite from the tests": (
@@ -69,7 +74,7 @@ SCENARIOS: dict[str, tuple[str, bool, dict[str, Any], list[tuple[str, str]]]] = 
         [("reject", ""), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong1"), ("fenced", "canonical")],
     ),
     "native: a call written as text switches mid-task": (
-        "Python/10", True, {"max_iters": 5},
+        "Python/10", True, {"max_iters": 5, "rewrite_turns": None},
         [("native", "wrong1"), ("hermes", "wrong2"), ("fenced", "wrong2"), ("fenced", "wrong3"), ("fenced", "wrong4"), ("fenced", "canonical")],
     ),
 }
@@ -187,7 +192,7 @@ def test_the_scenarios_reach_every_strategy_and_outcome() -> None:
     attempts = [a for scenario in golden.values() for a in scenario["attempts"]]
     assert {a["strategy"] for a in attempts} == {"native", "fix", "explain", "rewrite"}
     assert {a["outcome"] for a in attempts} >= {"passed", "failed", "invalid", "repeat", "malformed", "no_code", "not_run"}
-    assert {s["stop_reason"] for s in golden.values()} == {"passed", "stopped_calling", "budget"}
+    assert {s["stop_reason"] for s in golden.values()} == {"passed", "stopped_calling", "budget", "stuck"}
     assert {s["tool_mode"] for s in golden.values()} == {"native", "text"}
 
 

@@ -111,14 +111,28 @@ def test_with_neither_description_nor_tests_there_is_nothing_to_rewrite_from(tas
 
 def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) -> None:
     wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 6)]
-    with ScriptedServer([fenced(w) for w in wrongs] + [fenced(task.canonical_code or "")]) as server:
+    with ScriptedServer([fenced(w) for w in wrongs[:4]] + [fenced(task.canonical_code or "")]) as server:
         result = repair_task(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False))
         requests = server.chat_requests()
-    assert [a.outcome for a in result.attempts] == ["failed"] * 5 + ["passed"]
-    assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * 3
+    assert [a.outcome for a in result.attempts] == ["failed"] * 4 + ["passed"]
+    assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * 2
     assert [m["role"] for m in requests[3].body["messages"]] == ["system", "user"]
     assert [m["role"] for m in requests[4].body["messages"]] == ["system", "user", "assistant", "user"]
     assert requests[4].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
+
+
+@pytest.mark.parametrize(("rewrite_turns", "asked"), [(2, 5), (3, 6), (None, 6)])
+def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(task: Task, rewrite_turns: int | None, asked: int) -> None:
+    """Rewrite's later turns almost never pass (agent.strategies): after `rewrite_turns` of them the
+    task ends, its budget not spent; recorded as `stuck`, scored on the last candidate like the budget."""
+    wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 7)]
+    with ScriptedServer([fenced(w) for w in wrongs]) as server:
+        result = repair_task(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5, rewrite_turns=rewrite_turns), ToolMode(native=False))
+        requests = server.chat_requests()
+    assert len(requests) == len(result.attempts) == asked
+    assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * (asked - 3)
+    assert result.stop_reason == ("stuck" if asked < 6 else "budget")
+    assert result.final_code == wrongs[asked - 1]
 
 
 def test_the_rewrite_header_keeps_imports_and_helpers_and_stops_at_the_body() -> None:

@@ -53,3 +53,6 @@ class Conversation(Protocol):
 
     def record(self, turn: int, exchange: Exchange, stuck: bool) -> None:
         """A finished turn (`turn` is the next one's number); `stuck`: a repeat or no code at all."""
+
+    def out_of_ways(self, turn: int) -> bool:
+        """True when no way of asking is left before turn `turn`, budget or not (agent.strategies)."""

@@ -28,7 +28,7 @@ class AgentResult:
     attempts: list[Attempt] = field(default_factory=list)
     first_code: str | None = None  # the candidate of the first turn (the classic pass@1 sample)
     final_code: str | None = None  # the last valid candidate
-    stop_reason: str = ""  # passed | stopped_calling | budget | context_exceeded | error | interrupted
+    stop_reason: str = ""  # passed | stopped_calling | budget | stuck | context_exceeded | error | interrupted
     error: str | None = None  # an infrastructure failure, not the model's
     error_kind: str | None = None  # auth | connection | timeout | executor | other (ModelCallError.kind)
     messages: list[dict[str, Any]] = field(default_factory=list)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from humanevalfix.agent.strategies import REWRITE_TURNS
+
 FEEDBACK_MODES = ("tests", "example", "none")
 
 
@@ -44,6 +46,7 @@ class AgentSettings:
     repeat_bump: float = 0.2  # added to the temperature per repeated candidate so far
     docstring: bool = True  # the task's docstring in the prompt (eval --no-docstring: left out)
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
+    rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
 
     @property
     def budget(self) -> int:

@@ -213,7 +213,7 @@ class RepairRun:
             return "budget"
         attempt.feedback = prompts.no_code_text(self.request.target, self.conversation.text_protocol)
         self._record(Exchange(self._reply().content or "", attempt.feedback), stuck=True)
-        return "again"
+        return self._next_turn()
 
     # ------------------------------------------------------------ shared by the steps
 
@@ -225,6 +225,15 @@ class RepairRun:
         self._record(Exchange(shown, attempt.feedback), stuck)
         if self.turn >= self.settings.budget:
             self.result.stop_reason = "budget"
+            return "budget"
+        return self._next_turn()
+
+    def _next_turn(self) -> str:
+        """Another turn, unless the conversation has no way of asking left: a small model that
+        rewrote the function and is still stuck would only repeat itself (agent.strategies). That
+        ends the task like the budget does (the same route), recorded as `stuck`."""
+        if self.conversation.out_of_ways(self.turn):
+            self.result.stop_reason = "stuck"
             return "budget"
         return "again"
 

@@ -34,7 +34,7 @@ class TextConversation:
         self.transcript = transcript
         self._exchange = exchange
         can_rewrite = request.rewrite is not None and request.tests is not None
-        self._strategy = Strategy(can_rewrite)
+        self._strategy = Strategy(can_rewrite, settings.rewrite_turns)
         self._rewrite_base = prompts.rewrite_messages(request) if can_rewrite else []
 
     @classmethod
@@ -93,6 +93,10 @@ class TextConversation:
             self._exchange = exchange.messages(exchange.feedback + "\n\n" + prompts.explain_text(self.request.target))
         else:
             self._exchange = exchange.messages()
+
+
+    def out_of_ways(self, turn: int) -> bool:
+        return self._strategy.spent(turn)
 
 
 def _show_failure(request: RepairRequest, executor: Executor, transcript: list[dict[str, Any]], tried: dict[str, str]) -> None:

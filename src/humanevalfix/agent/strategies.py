@@ -10,26 +10,39 @@ so not under --protocol docs (no tests shown) or for a whole module (fix without
 also takes over for the second half of the turns, whatever happened before. (Under --protocol tests
 it used to stop at `explain`, where the 0.5B model answered prose without code on 164 of 300 turns.)
 Each strategy starts its own temperature schedule, since its prompt is new.
+
+`rewrite`, the last resort, gets REWRITE_TURNS turns, then the repair ends (stop_reason `stuck`)
+instead of spending the rest of the budget. Its first turn is a fresh, greedy conversation that does
+not depend on what came before, and that is where its passes come from: in the full
+`--protocol tests` repair run of commit ad3ce1a, 20 of the 21 rewrite passes came on its first turn,
+one on its second, and none in the ~220 later rewrite turns (about a quarter of the run's 830 turns,
+mostly the model repeating its own rewrite).
 """
 
 from __future__ import annotations
 
 ORDER = ("fix", "explain", "rewrite")
+REWRITE_TURNS = 2
 
 
 class Strategy:
     """The current way of asking and the turn it started at: its temperature schedule's turn 0,
     and the first turn whose repeats raise its temperature (AgentResult.repeats_since)."""
 
-    def __init__(self, can_rewrite: bool) -> None:
+    def __init__(self, can_rewrite: bool, rewrite_turns: int | None = REWRITE_TURNS) -> None:
         self.name = "fix"
         self.start = 0
         self._last = "rewrite" if can_rewrite else "explain"
+        self._rewrite_turns = rewrite_turns
 
     def escalate(self, turn: int) -> None:
         """The next way of asking, from `turn` on, if there is one left."""
         if self.name != self._last:
             self.name, self.start = ORDER[ORDER.index(self.name) + 1], turn
+
+    def spent(self, turn: int) -> bool:
+        """Whether the last resort has had its turns by `turn` (the next turn's number)."""
+        return self.name == "rewrite" and self._rewrite_turns is not None and turn - self.start >= self._rewrite_turns
 
     def before_turn(self, turn: int, budget: int) -> bool:
         """The second half of the turns rewrites; True if that starts now."""
