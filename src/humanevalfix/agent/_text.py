@@ -94,7 +94,6 @@ class TextConversation:
         else:
             self._exchange = exchange.messages()
 
-
     def out_of_ways(self, turn: int) -> bool:
         return self._strategy.spent(turn)
 
