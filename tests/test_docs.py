@@ -177,6 +177,7 @@ def _results(name: str) -> dict:
 README_RUNS = [
     "local-0.5b_tests_max-iters-0.json",
     "local-0.5b_tests_repair_capped.json",
+    "local-0.5b_hidden_repair.json",
     "local-0.5b_repair.json",
     "local-0.5b_max-iters-0.json",
 ]
