@@ -51,6 +51,8 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
     "temperature out of range": (lambda d, r: ["--temperatures", "0,3"], ("--temperatures", "between 0 and 2")),
     "temperature nan": (lambda d, r: ["--temperatures", "0,nan"], ("--temperatures", "between 0 and 2")),
     "temperature inf": (lambda d, r: ["--temperatures", "inf"], ("--temperatures", "between 0 and 2")),
+    "seed negative": (lambda d, r: ["--seed", "-1"], ("--seed", "whole number")),
+    "seed not a number": (lambda d, r: ["--seed", "lucky"], ("--seed", "'lucky'")),
     "max_tokens not a number": (
         lambda d, r: ["--models-file", str(models_file(d, max_tokens="lots")), "--model", "mine"],
         ("models.yaml", "preset 'mine'", "field 'max_tokens'"),

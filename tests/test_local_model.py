@@ -222,3 +222,24 @@ def test_two_tasks_end_to_end_on_the_embedded_model_with_no_key(tmp_path: Path, 
     parsed = [a for a in attempts if a["via"]]
     assert parsed, f"no attempt had a parsed tool call: {attempts}"
     assert all(a["code"] for a in parsed if a["outcome"] in ("passed", "failed", "timeout"))
+
+
+def test_the_embedded_server_repeats_a_sampled_reply_for_its_seed_whatever_ran_before() -> None:
+    """Why each request carries a seed: without one the server's draw depends on the requests it
+    answered before, so one changed turn would change every later sampled turn of a run."""
+    from humanevalfix.models.client import ChatRequest, OpenAIChatModel
+    from humanevalfix.models.embedded import embedded_server
+    from humanevalfix.models.keys import KeyPool
+    from humanevalfix.models.presets import load_presets
+
+    messages = [{"role": "user", "content": "Name a few fruits, in one line."}]
+    with embedded_server(load_presets()["local"], None) as served:
+        model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=KeyPool(["none"]))
+
+        def ask(seed: int | None) -> str:
+            return model.chat(ChatRequest(messages, temperature=1.0, max_tokens=24, seed=seed)).content
+
+        first = ask(11)
+        ask(None), ask(12)  # other draws in between move the server's own random state
+        assert ask(11) == first
+        assert len({first, ask(12), ask(13), ask(14)}) > 1  # and the seed does choose the draw

@@ -173,7 +173,8 @@ def public_config(
         "preset": p.public(),
         "provider": p.provider,
         "base_url": p.base_url,
-        "sampling": {"temperatures": list(p.temperatures), "max_tokens": p.max_tokens},
+        # seed: the base of each request's seed (None: none sent), agent._settings.request_seed.
+        "sampling": {"temperatures": list(p.temperatures), "max_tokens": p.max_tokens, "seed": p.seed},
         "native_tools": p.native_tools,  # False: --text-tools (the tool described in the prompt)
         # Speed only (greedy replies are the same), recorded so timings can be compared like with like.
         "embedded_server": {"prompt_lookup": config.prompt_lookup} if p.provider == "local" else None,

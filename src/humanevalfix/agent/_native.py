@@ -50,6 +50,7 @@ class NativeConversation:
             max_tokens=self.settings.max_tokens,
             tools=[prompts.run_code_tool(self.request.tests is not None)],
             task_id=self.request.task_id,
+            seed=self.settings.request_seed(self.request.task_id, turn),
         )
 
     def retry_in_text(self, exc: ModelCallError, mode: ToolMode) -> bool:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 
 from humanevalfix.agent.strategies import REWRITE_TURNS
 
@@ -47,6 +48,7 @@ class AgentSettings:
     docstring: bool = True  # the task's docstring in the prompt (eval --no-docstring: left out)
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
     rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
+    seed: int | None = None  # the preset's: base of each request's seed (request_seed); None sends none
 
     @property
     def budget(self) -> int:
@@ -56,3 +58,18 @@ class AgentSettings:
     def temperature(self, turn: int, repeats: int) -> float:
         base = self.temperatures[min(turn, len(self.temperatures) - 1)]
         return round(min(1.0, base + self.repeat_bump * repeats), 3) if repeats else base
+
+    def for_sample(self, sample: int) -> AgentSettings:
+        """Sample k > 0 of a task (--samples) draws from other seeds than sample 0, which keeps the base."""
+        if self.seed is None or sample == 0:
+            return self
+        return replace(self, seed=_mixed(f"{self.seed}/sample {sample}"))
+
+    def request_seed(self, task_id: str, turn: int) -> int | None:
+        """The seed of one request: the same task and turn get the same one in every run, so a turn
+        sampled above temperature 0 repeats (on servers that honour seeds) whatever ran before it."""
+        return None if self.seed is None else _mixed(f"{self.seed}/{task_id}/{turn}")
+
+
+def _mixed(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8")) & 0x7FFFFFFF

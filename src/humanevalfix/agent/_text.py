@@ -69,6 +69,7 @@ class TextConversation:
             max_tokens=self.settings.max_tokens,
             tools=None,
             task_id=self.request.task_id,
+            seed=self.settings.request_seed(self.request.task_id, turn),
         )
 
     def retry_in_text(self, exc: ModelCallError, mode: ToolMode) -> bool:

@@ -11,7 +11,7 @@ from humanevalfix.agent import FEEDBACK_MODES
 from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
 from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_temperatures, resolve
+from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_seed, parse_temperatures, resolve
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
@@ -68,6 +68,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key(s), comma-separated for several")
     g.add_argument("--temperatures", help="temperature by attempt, e.g. 0,0.3,0.5,0.7 (the last repeats)")
     g.add_argument("--max-tokens", type=positive_int, help="completion tokens per call")
+    g.add_argument("--seed", metavar="N|none", help="base of the seed sent with each request (mixed with the task, sample and turn) so that sampled turns repeat; none sends no seed (default: the preset's: 0 for the embedded model, none for others)")
     g.add_argument("--text-tools", action="store_true", help="describe the tool in the prompt and parse calls from text (for servers without tool calling)")
     g.add_argument("--models-file", type=Path, help="another models.yaml")
     g.add_argument("--gguf", type=Path, help="weights for the embedded model (default: LOCAL_MODEL_PATH, then download or the offline packages)")
@@ -119,5 +120,6 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         temperatures=parse_temperatures(args.temperatures) if args.temperatures else None,
         max_tokens=args.max_tokens,
         native_tools=False if args.text_tools else None,
+        seed=parse_seed(args.seed) if args.seed is not None else ...,
         presets=presets,
     )

@@ -44,6 +44,7 @@ OPTION_OF = {
     "provider": "--provider",
     "sampling.temperatures": "--temperatures",
     "sampling.max_tokens": "--max-tokens",
+    "sampling.seed": "--seed",
     "native_tools": "--text-tools",
     "max_iters": "--max-iters",
     "protocol": "--protocol",
@@ -61,7 +62,9 @@ OPTION_OF = {
 # What a field missing from an older run's config meant then (runs from before it was recorded).
 # `engine` is compared although both engines give the same results: the config labels every task
 # of the run with one engine, which a resume with the other would make untrue.
-DEFAULTS = {"samples": 1, "engine": DEFAULT_ENGINE}
+# Runs from before seeds were sent sent none: continuing one seeded would mix the two (--seed none
+# continues it as it was).
+DEFAULTS = {"samples": 1, "engine": DEFAULT_ENGINE, "sampling.seed": None}
 
 
 def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

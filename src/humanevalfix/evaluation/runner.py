@@ -62,6 +62,7 @@ def run_task(
     sample: int = 0,
 ) -> tuple[TaskRecord, AgentResult]:
     start = time.monotonic()
+    settings = settings.for_sample(sample)
     result = repair(request_for_task(task, settings), model, executor, settings, mode, stop)
     verdict = score(result.first_code, result.final_code, task, executor)
     record = TaskRecord(
@@ -205,6 +206,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
                 max_tokens=preset.max_tokens,
                 docstring=config.docstring,
                 engine=config.engine,
+                seed=preset.seed,
             )
             mode = ToolMode(preset.native_tools)
             outcome = _execute(

@@ -236,7 +236,7 @@ def find_fix(
             told = ScopedExecutor(executor, localizer, stage.function)
             settings = AgentSettings(
                 max_iters=stage.turns - 1, feedback=args.feedback, temperatures=used.temperatures, max_tokens=used.max_tokens,
-                engine=getattr(args, "engine", DEFAULT_ENGINE),
+                engine=getattr(args, "engine", DEFAULT_ENGINE), seed=used.seed,
             )
             log.offset = len(scopes)
             result = repair(_request(user_file, tests, scope, args.feedback, baseline, told), model, told, settings, mode, on_attempt=log)

@@ -37,6 +37,7 @@ class ChatRequest:
     max_tokens: int
     tools: list[dict[str, Any]] | None = None
     task_id: str = ""  # for logs and the oracle; never sent to the API
+    seed: int | None = None  # sent as `seed` when set
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,8 @@ class OpenAIChatModel:
         }
         if request.tools:
             kwargs["tools"] = request.tools
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
         try:
             return _checked(self._client(lease).chat.completions.create(**kwargs))
         except Exception as exc:

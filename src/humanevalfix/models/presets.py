@@ -6,6 +6,7 @@ import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import yaml
@@ -39,6 +40,9 @@ class Preset:
     price_in: float | None = None  # USD per 1M input tokens
     price_out: float | None = None
     gguf: str | None = None  # local models: which weights
+    # Base of the per-request `seed` (agent._settings.request_seed), so that sampled turns repeat
+    # between runs; None sends none (not every OpenAI-compatible server takes the field).
+    seed: int | None = None
 
     def public(self) -> dict[str, Any]:
         """For the results' config: everything but secrets (a preset holds none, only variable names)."""
@@ -52,10 +56,12 @@ class Preset:
             "max_tokens": self.max_tokens,
             "native_tools": self.native_tools,
             "price_per_1m": {"input": self.price_in, "output": self.price_out},
+            "seed": self.seed,
         }
 
 
-FIELDS = ("provider", "model", "base_url", "key_env", "temperatures", "max_tokens", "native_tools", "price_per_1m", "gguf")
+FIELDS = ("provider", "model", "base_url", "key_env", "temperatures", "max_tokens", "native_tools", "price_per_1m", "gguf", "seed")
+MAX_SEED = 2**31 - 1  # what every server takes (llama.cpp's is 32-bit, OpenAI's a 64-bit int)
 
 
 def _field_error(source: Path, name: str, field: str, expected: str, raw: dict[str, Any]) -> ConfigError:
@@ -64,6 +70,10 @@ def _field_error(source: Path, name: str, field: str, expected: str, raw: dict[s
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_seed(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEED
 
 
 def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
@@ -84,6 +94,9 @@ def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
     tokens = raw.get("max_tokens", 1)
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
         raise _field_error(source, name, "max_tokens", "a whole number of at least 1", raw)
+    seed = raw.get("seed")
+    if seed is not None and not _is_seed(seed):
+        raise _field_error(source, name, "seed", f"a whole number from 0 to {MAX_SEED}, or null", raw)
     if not isinstance(raw.get("native_tools", True), bool):
         raise _field_error(source, name, "native_tools", "true or false", raw)
     price = raw.get("price_per_1m", {})
@@ -112,6 +125,7 @@ def _preset(name: str, raw: Any, source: Path) -> Preset:
         price_in=price.get("input"),
         price_out=price.get("output"),
         gguf=raw.get("gguf"),
+        seed=raw.get("seed"),
     )
 
 
@@ -143,6 +157,19 @@ def parse_temperatures(text: str) -> tuple[float, ...]:
     return temps
 
 
+def parse_seed(text: str) -> int | None:
+    """--seed: a whole number, or `none` to send no seed."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not _is_seed(seed):
+        raise ConfigError(f"--seed: expected a whole number from 0 to {MAX_SEED}, or none, got {text!r}")
+    return seed
+
+
 def resolve(
     model: str | None,
     *,
@@ -152,10 +179,11 @@ def resolve(
     temperatures: tuple[float, ...] | None = None,
     max_tokens: int | None = None,
     native_tools: bool | None = None,
+    seed: int | None | EllipsisType = ...,
     presets: dict[str, Preset] | None = None,
     environ: dict[str, str] | None = None,
 ) -> Preset:
-    """--model NAME (preset) or raw id, overridden by the explicit options."""
+    """--model NAME (preset) or raw id, overridden by the explicit options (seed: ... keeps the preset's)."""
     presets = presets if presets is not None else load_presets()
     env = environ if environ is not None else dict(os.environ)
     if model and model.startswith("oracle:"):
@@ -184,8 +212,10 @@ def resolve(
         changes["provider"] = provider
     if base_url and base_url != chosen.base_url:
         changes["base_url"] = base_url
-        # The preset's prices are its provider's; another server has its own (or none).
+        # The preset's prices are its provider's; another server has its own (or none), and may
+        # not take a `seed` field: --seed sends one there.
         changes["price_in"] = changes["price_out"] = None
+        changes["seed"] = None
         if not provider and chosen.provider in ("openai", "local"):
             changes["provider"] = "compatible"
     if key_env:
@@ -196,4 +226,6 @@ def resolve(
         changes["max_tokens"] = max_tokens
     if native_tools is not None:
         changes["native_tools"] = native_tools
+    if seed is not ...:
+        changes["seed"] = seed
     return replace(chosen, **changes) if changes else chosen
