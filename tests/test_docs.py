@@ -176,13 +176,13 @@ def _results(name: str) -> dict:
 
 README_RUNS = [
     "local-0.5b_tests_max-iters-0.json",
-    "local-0.5b_tests_repair_capped.json",
+    "local-0.5b_tests_repair_seeded.json",
     "local-0.5b_hidden_repair.json",
     "local-0.5b_repair.json",
     "local-0.5b_max-iters-0.json",
 ]
 # Earlier policies' runs, kept for comparison in docs/results.md.
-RESULTS_MD_RUNS = ["local-0.5b_tests_repair_old-policy.json", "local-0.5b_tests_repair.json"]
+RESULTS_MD_RUNS = ["local-0.5b_tests_repair_old-policy.json", "local-0.5b_tests_repair.json", "local-0.5b_tests_repair_capped.json"]
 
 
 @pytest.mark.parametrize(
