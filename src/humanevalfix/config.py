@@ -176,7 +176,8 @@ def public_config(
         # seed: the base of each request's seed (None: none sent), agent._settings.request_seed.
         "sampling": {"temperatures": list(p.temperatures), "max_tokens": p.max_tokens, "seed": p.seed},
         "native_tools": p.native_tools,  # False: --text-tools (the tool described in the prompt)
-        # Speed only (greedy replies are the same), recorded so timings can be compared like with like.
+        # Mostly speed, but drafted tokens are checked in batches, whose arithmetic can flip a greedy
+        # near tie (docs/local-model.md): compared on --resume, and timings compared like with like.
         "embedded_server": {"prompt_lookup": config.prompt_lookup} if p.provider == "local" else None,
         "max_iters": config.max_iters,
         "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it

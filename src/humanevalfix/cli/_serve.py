@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help=f"CPU threads generating tokens (default {DEFAULT_THREADS})")
     p.add_argument("--batch-threads", type=int, default=DEFAULT_BATCH_THREADS, help=f"CPU threads reading the prompt (default {DEFAULT_BATCH_THREADS})")
     p.add_argument("--n-ctx", type=int, default=DEFAULT_CTX, help=f"context window in tokens (default {DEFAULT_CTX})")
-    p.add_argument("--prompt-lookup", type=int, default=DEFAULT_PROMPT_LOOKUP, metavar="N", help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; greedy replies are the same either way)")
+    p.add_argument("--prompt-lookup", type=int, default=DEFAULT_PROMPT_LOOKUP, metavar="N", help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,7 +24,6 @@ INFORMATIONAL = frozenset(
         "project_version",
         "preset",  # its result-affecting parts are compared through model, provider, sampling, native_tools
         "base_url",  # the same model may be served elsewhere after a crash
-        "embedded_server",  # speed only: greedy replies are the same
         "isolation",  # a description; executor is compared
         "isolation_warning",
         "dataset_source",  # the contents are compared (dataset_sha256)
@@ -45,6 +44,7 @@ OPTION_OF = {
     "sampling.temperatures": "--temperatures",
     "sampling.max_tokens": "--max-tokens",
     "sampling.seed": "--seed",
+    "embedded_server.prompt_lookup": "--prompt-lookup",
     "native_tools": "--text-tools",
     "max_iters": "--max-iters",
     "protocol": "--protocol",

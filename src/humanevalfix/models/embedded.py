@@ -38,8 +38,9 @@ DEFAULT_BATCH_THREADS = 2
 # cache for the 0.5B model).
 DEFAULT_CTX = 8192
 # Prompt-lookup decoding: draft tokens are copied from the prompt where the reply repeats it, and
-# a repaired function mostly repeats the buggy one. The model checks every drafted token, so
-# greedy replies do not change (bench/local_speed.py compares them); 0 turns it off.
+# a repaired function mostly repeats the buggy one. The model checks every drafted token, but in
+# batches, and llama.cpp's batched kernels round differently from one token at a time, so now and
+# then a greedy near tie flips (bench/local_speed.py, bench/batch_exactness.py); 0 turns it off.
 DEFAULT_PROMPT_LOOKUP = 10
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 5.0
