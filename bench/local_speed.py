@@ -11,7 +11,8 @@ buys speed by changing what the model says, or by losing passes, shows up here.
     python bench/local_speed.py --limit 40 --max-iters 5         # the repair loop too
     python bench/local_speed.py --settings plain,pld10,pld4 --out /tmp/speed.json
 
-Settings: `plain` (no drafting), `pldN` (prompt-lookup decoding, N draft tokens). Run it with
+Settings: `plain` (no drafting), `pldN` (prompt-lookup decoding, N draft tokens), either followed
+by `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py). Run it with
 nothing else heavy on the machine: the settings run one after another, so load that changes
 during the run shows up as a difference between them (repeat with the order reversed to check).
 """
@@ -46,6 +47,7 @@ PERF_RE = re.compile(r"llama_perf_context_print:\s+(prompt eval|eval) time =\s+(
 class SettingResult:
     setting: str
     prompt_lookup: int
+    repack: bool
     loop_s: float
     tasks: int
     passed_first: int
@@ -67,13 +69,12 @@ class SettingResult:
         return self.tokens_out / self.model_s if self.model_s else 0.0
 
 
-def parse_setting(text: str) -> int:
-    if text == "plain":
-        return 0
-    match = re.fullmatch(r"pld(\d+)", text)
-    if not match or not 1 <= int(match.group(1)) <= 64:
-        raise UserError(f"--settings: {text!r} is not `plain` or `pldN` with N from 1 to 64")
-    return int(match.group(1))
+def parse_setting(text: str) -> ServerOptions:
+    """`plain` or `pldN`, optionally `-norepack` (llama.cpp's repacked weight buffers off)."""
+    match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?", text)
+    if not match or (match.group(2) is not None and not 1 <= int(match.group(2)) <= 64):
+        raise UserError(f"--settings: {text!r} is not `plain` or `pldN` with N from 1 to 64, optionally followed by -norepack")
+    return ServerOptions(prompt_lookup=int(match.group(2) or 0), repack=match.group(3) is None)
 
 
 def server_perf(log: Path) -> tuple[float, int, float, int]:
@@ -98,10 +99,9 @@ def replies(traces: Path) -> dict[str, list[str]]:
 
 
 def run_setting(name: str, args: argparse.Namespace, weights: Path, work: Path) -> tuple[SettingResult, dict[str, list[str]]]:
-    lookup = parse_setting(name)
+    options = parse_setting(name)
     local = resolve(args.model, presets=load_presets())
     log = work / f"{name}.log"
-    options = ServerOptions(prompt_lookup=lookup)
     with run_server(weights, local.model, options, log_path=log) as (base_url, _proc, _log):
         preset = replace(local, provider="compatible", base_url=base_url, gguf=None)
         config = RunConfig(
@@ -124,7 +124,8 @@ def run_setting(name: str, args: argparse.Namespace, weights: Path, work: Path) 
     prompt_ms, prompt_tokens, eval_ms, eval_runs = server_perf(log)
     result = SettingResult(
         setting=name,
-        prompt_lookup=lookup,
+        prompt_lookup=options.prompt_lookup,
+        repack=options.repack,
         loop_s=round(outcome.loop_s, 1),
         tasks=s.tasks,
         passed_first=s.passed_first,
@@ -187,15 +188,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_table(results: list[SettingResult]) -> None:
     base = results[0]
-    print(f"{'setting':8} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} {'errors':>6} {'identical replies':>18}")
+    print(f"{'setting':14} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} {'errors':>6} {'identical replies':>18}")
     for r in results:
         speedup = base.loop_s / r.loop_s if r.loop_s else 0.0
         same = "(reference)" if r.identical_replies is None else f"{r.identical_replies}/{r.replies_compared}"
         plus = "-" if r.passed_plus is None else str(r.passed_plus)
-        print(f"{r.setting:8} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} {r.passed:6} {plus:>5} {r.errors:6} {same:>18}")
+        print(f"{r.setting:14} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} {r.passed:6} {plus:>5} {r.errors:6} {same:>18}")
     print("server timings (llama.cpp; with drafting, draft checks are counted as prompt eval):")
     for r in results:
-        print(f"  {r.setting:8} prompt eval {r.server_prompt_ms / 1000:7.1f} s / {r.server_prompt_tokens} tokens, eval {r.server_eval_ms / 1000:7.1f} s / {r.server_eval_runs} steps")
+        print(f"  {r.setting:14} prompt eval {r.server_prompt_ms / 1000:7.1f} s / {r.server_prompt_tokens} tokens, eval {r.server_eval_ms / 1000:7.1f} s / {r.server_eval_runs} steps")
 
 
 if __name__ == "__main__":

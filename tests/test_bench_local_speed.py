@@ -23,9 +23,11 @@ llama_perf_context_print:        eval time =     300.00 ms /    10 runs   (   30
 
 
 def test_settings_are_plain_or_pld_n() -> None:
-    assert local_speed.parse_setting("plain") == 0
-    assert local_speed.parse_setting("pld10") == 10
-    for bad in ("pld", "pld0", "pld99", "fast"):
+    assert local_speed.parse_setting("plain") == ServerOptions(prompt_lookup=0)
+    assert local_speed.parse_setting("pld10") == ServerOptions(prompt_lookup=10)
+    assert local_speed.parse_setting("pld6-norepack") == ServerOptions(prompt_lookup=6, repack=False)
+    assert local_speed.parse_setting("plain-norepack") == ServerOptions(prompt_lookup=0, repack=False)
+    for bad in ("pld", "pld0", "pld99", "fast", "pld6-norepack-norepack", "norepack"):
         with pytest.raises(UserError, match="--settings"):
             local_speed.parse_setting(bad)
 
@@ -47,7 +49,7 @@ def test_the_server_is_started_with_prompt_lookup_unless_it_is_off() -> None:
 
 def test_the_table_shows_speed_up_and_identical_replies(capsys: pytest.CaptureFixture[str]) -> None:
     def result(name: str, loop_s: float, same: int | None) -> local_speed.SettingResult:
-        return local_speed.SettingResult(name, 0, loop_s, 40, 12, 12, 12, 0, 1000, 800, 100.0, 0, 0, 0, 0, same, 40 if same is not None else None)
+        return local_speed.SettingResult(name, 0, True, loop_s, 40, 12, 12, 12, 0, 1000, 800, 100.0, 0, 0, 0, 0, same, 40 if same is not None else None)
 
     local_speed.print_table([result("plain", 80.0, None), result("pld10", 40.0, 40)])
     out = capsys.readouterr().out

@@ -243,3 +243,19 @@ def test_the_embedded_server_repeats_a_sampled_reply_for_its_seed_whatever_ran_b
         ask(None), ask(12)  # other draws in between move the server's own random state
         assert ask(11) == first
         assert len({first, ask(12), ask(13), ask(14)}) > 1  # and the seed does choose the draw
+
+
+@pytest.mark.parametrize("repack", [True, False])
+def test_the_server_loads_repacked_weight_buffers_only_when_asked(repack: bool, tmp_path: Path) -> None:
+    """ServerOptions.repack reaches llama.cpp (the server has no setting of its own for it)."""
+    from humanevalfix.models.presets import load_presets
+    from humanevalfix.models.weights import locate
+
+    log = tmp_path / "server.log"
+    weights = locate(load_presets()["local"].gguf or "")
+    with run_server(weights, "m", ServerOptions(prompt_lookup=0, repack=repack), log_path=log) as (base_url, _proc, _log):
+        with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
+            assert json.loads(response.read())["data"][0]["id"] == "m"
+    text = log.read_text(encoding="utf-8", errors="replace")
+    assert "load_tensors:" in text  # the log shows the buffers at all
+    assert ("CPU_REPACK model buffer" in text) == repack

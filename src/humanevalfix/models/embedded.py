@@ -56,6 +56,15 @@ except Exception:
     pass
 if os.getppid() != int(os.environ.get("HEFIX_PARENT_PID", os.getppid())):
     sys.exit("parent exited before the server started")
+if os.environ.pop("HEFIX_NO_REPACK", "") == "1":
+    # llama_cpp.server has no setting for it: change the defaults its Llama starts from.
+    import llama_cpp.llama as llama_module
+    defaults = llama_module.llama_cpp.llama_model_default_params
+    def without_repack():
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+    llama_module.llama_cpp.llama_model_default_params = without_repack
 sys.argv[0] = "llama_cpp.server"
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
@@ -68,6 +77,11 @@ class ServerOptions:
     n_ctx: int = DEFAULT_CTX
     n_batch: int = 512
     prompt_lookup: int = DEFAULT_PROMPT_LOOKUP  # draft tokens per step; 0: plain decoding
+    # llama.cpp's repacked weight buffers (use_extra_bufts). On, batches of 4 tokens or more go
+    # through the repacked Q4_K gemm, which rounds differently from one token at a time; off, and
+    # with a build without llamafile, batches of up to 7 tokens are bit-identical to one-token
+    # decoding (bench/batch_exactness.py). Off only for bench/local_speed.py's `-norepack` so far.
+    repack: bool = True
     host: str = "127.0.0.1"
     port: int | None = None  # None: a free port
     start_timeout_s: float = START_TIMEOUT_S
@@ -207,6 +221,8 @@ def run_server(gguf: Path, model_id: str, options: ServerOptions = ServerOptions
             log_path = log_dir / "server.log"
         log_file = stack.enter_context(log_path.open("wb"))
         env = dict(os.environ, HEFIX_PARENT_PID=str(os.getpid()))
+        if not options.repack:
+            env["HEFIX_NO_REPACK"] = "1"
         for name in ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY"):
             env.pop(name, None)  # the server needs no key; keep them out of its process
         stack.enter_context(_sigterm_as_interrupt())
