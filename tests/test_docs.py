@@ -203,3 +203,27 @@ def test_readme_baseline_number_comes_from_the_results():
     summary = _results("baseline_vs_agent_local-0.5b.json")["summary"]
     assert f"{summary['baseline_passed']}/{summary['tasks']}" in readme
     assert "--out results/baseline_vs_agent_local-0.5b.json" in readme
+
+
+@pytest.mark.parametrize(
+    "name", ["local_speed_first40_a.json", "local_speed_first40_b.json", "local_speed_first40_c.json", "local_speed_first40_no-llamafile.json"]
+)
+def test_speed_bench_numbers_in_the_local_model_doc_come_from_the_files(name: str):
+    text = (DOCS / "local-model.md").read_text(encoding="utf-8")
+    assert f"--out results/{name}" in text
+    for row in _results(name)["results"]:
+        assert f"{row['loop_s']:.1f} s" in text, f"local-model.md does not quote {row['setting']}'s loop time of results/{name}"
+        if row["identical_replies"] is not None:
+            assert f"{row['identical_replies']}/{row['replies_compared']}" in text
+
+
+@pytest.mark.parametrize("name", ["batch_exactness_stock.json", "batch_exactness_no-llamafile.json"])
+def test_batch_exactness_numbers_in_the_local_model_doc_come_from_the_files(name: str):
+    text = (DOCS / "local-model.md").read_text(encoding="utf-8")
+    assert f"--out results/{name}" in text
+    build = "installed build" if "stock" in name else "without llamafile"
+    for repack in (True, False):
+        cells = [f"{r['identical']}/{r['positions']}" for r in _results(name)["rows"] if r["repack"] == repack]
+        row = f"| {build}, repack {'on' if repack else 'off'}"
+        line = next(l for l in text.splitlines() if l.startswith(row))
+        assert line.split("|")[2:-1] == [f" {c} " for c in cells], line
