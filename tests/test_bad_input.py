@@ -52,6 +52,7 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
     "temperature nan": (lambda d, r: ["--temperatures", "0,nan"], ("--temperatures", "between 0 and 2")),
     "temperature inf": (lambda d, r: ["--temperatures", "inf"], ("--temperatures", "between 0 and 2")),
     "seed negative": (lambda d, r: ["--seed", "-1"], ("--seed", "whole number")),
+    "exact lookup on a served model": (lambda d, r: ["--exact-lookup"], ("--exact-lookup", "only for the embedded model")),
     "seed not a number": (lambda d, r: ["--seed", "lucky"], ("--seed", "'lucky'")),
     "max_tokens not a number": (
         lambda d, r: ["--models-file", str(models_file(d, max_tokens="lots")), "--model", "mine"],
@@ -235,3 +236,13 @@ def test_docker_variables_do_not_concern_other_sandboxes(tmp_path: Path, tiny_da
     assert proc.returncode == 0, proc.stderr
     proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(tiny_dataset), "--sandbox", "docker", "--out", str(tmp_path / "d.json")], cwd=tmp_path, env=env)
     assert proc.returncode == 2 and "SANDBOX_DOCKER_" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_exact_lookup_with_more_drafts_than_it_checks_exactly_is_refused_before_the_model_starts(tmp_path: Path, tiny_dataset: Path) -> None:
+    proc = run_cli(
+        ["--model", "local", "--exact-lookup", "--prompt-lookup", "10", "--dataset-path", str(tiny_dataset), "--out", str(tmp_path / "run" / "r.json")],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "error: --exact-lookup: at most 6 draft tokens are checked exactly, got --prompt-lookup 10" in proc.stderr
+    assert not (tmp_path / "run").exists()

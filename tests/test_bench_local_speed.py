@@ -54,3 +54,38 @@ def test_the_table_shows_speed_up_and_identical_replies(capsys: pytest.CaptureFi
     local_speed.print_table([result("plain", 80.0, None), result("pld10", 40.0, 40)])
     out = capsys.readouterr().out
     assert "2.00x" in out and "40/40" in out and "(reference)" in out
+
+
+def test_exact_lookup_caps_the_drafts_turns_repack_off_and_refuses_a_clash() -> None:
+    from humanevalfix.errors import ConfigError
+    from humanevalfix.models.embedded import EXACT_MAX_DRAFT, lookup_settings
+
+    assert lookup_settings(None, False) == (10, True)
+    assert lookup_settings(4, False) == (4, True)
+    assert lookup_settings(None, True) == (EXACT_MAX_DRAFT, False)
+    assert lookup_settings(0, True) == (0, False)
+    with pytest.raises(ConfigError, match=r"--exact-lookup: at most 6 draft tokens.*--prompt-lookup 7"):
+        lookup_settings(7, True)
+
+
+def test_exact_lookup_is_refused_on_a_llamafile_build_before_the_server_starts() -> None:
+    from humanevalfix.errors import ConfigError
+    from humanevalfix.models.embedded import check_exact, inexact_build
+
+    stock = "CPU : SSE3 = 1 | AVX2 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | "
+    assert "llamafile" in (inexact_build(stock) or "")
+    assert inexact_build(stock.replace("LLAMAFILE = 1 | ", "")) is None
+    check_exact(ServerOptions())  # not asked for: nothing to check
+    with pytest.raises(ConfigError, match="repacked buffers off"):
+        check_exact(ServerOptions(prompt_lookup=6, repack=True, exact=True))
+    with pytest.raises(ConfigError, match="at most 6"):
+        check_exact(ServerOptions(prompt_lookup=10, repack=False, exact=True))
+    # And the build installed here, whichever it is: refused exactly when it has llamafile.
+    import llama_cpp
+
+    installed = inexact_build(llama_cpp.llama_print_system_info().decode())
+    if installed:
+        with pytest.raises(ConfigError, match="CMAKE_ARGS=\"-DGGML_LLAMAFILE=OFF\""):
+            check_exact(ServerOptions(prompt_lookup=6, repack=False, exact=True))
+    else:
+        check_exact(ServerOptions(prompt_lookup=6, repack=False, exact=True))

@@ -235,6 +235,9 @@ def test_resume_refuses_another_prompt_lookup_since_it_can_flip_a_greedy_near_ti
     resume.check(public(10), public(10), tmp_path / "r.jsonl")
     with pytest.raises(UserError, match=r"option --prompt-lookup differs from the interrupted run \(10 there, 0 now\)"):
         resume.check(public(10), public(0), tmp_path / "r.jsonl")
+    exact = public_config(replace(config, prompt_lookup=6, exact_lookup=True), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
+    with pytest.raises(UserError, match=r"option --exact-lookup differs from the interrupted run \(False there, True now\)"):
+        resume.check(public(6), exact, tmp_path / "r.jsonl")
     older = public(10)
     del older["embedded_server"]  # a stream from before it was recorded: it cannot say
     resume.check(older, public(0), tmp_path / "r.jsonl")

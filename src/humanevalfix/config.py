@@ -128,6 +128,7 @@ class RunConfig:
     request_timeout_s: float = 120.0
     gguf: Path | None = None  # embedded model weights, when given by path
     prompt_lookup: int = 10  # embedded model: prompt-lookup draft tokens, 0 off (models.embedded)
+    exact_lookup: bool = False  # embedded model: drafts checked exactly (ServerOptions.exact)
     visualize: bool = False
     skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
 
@@ -178,7 +179,7 @@ def public_config(
         "native_tools": p.native_tools,  # False: --text-tools (the tool described in the prompt)
         # Mostly speed, but drafted tokens are checked in batches, whose arithmetic can flip a greedy
         # near tie (docs/local-model.md): compared on --resume, and timings compared like with like.
-        "embedded_server": {"prompt_lookup": config.prompt_lookup} if p.provider == "local" else None,
+        "embedded_server": {"prompt_lookup": config.prompt_lookup, "exact_lookup": config.exact_lookup} if p.provider == "local" else None,
         "max_iters": config.max_iters,
         "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it
         "feedback": config.feedback,

@@ -16,6 +16,7 @@ from humanevalfix.cli._options import add_model_options, non_negative_int, posit
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
+from humanevalfix.models.embedded import lookup_settings
 from humanevalfix.models.presets import load_presets
 
 HELP = "run the benchmark (the default command)"
@@ -44,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--out", type=Path, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
     g.add_argument("--resume", type=Path, help="continue an interrupted run from its .jsonl stream (or its .json path)")
     g.add_argument("--traces", type=Path, metavar="DIR", help="write each task's full conversation as JSON")
-    g.add_argument("--prompt-lookup", type=non_negative_int, default=10, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
+    g.add_argument("--prompt-lookup", type=non_negative_int, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
+    g.add_argument("--exact-lookup", action="store_true", help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)")
     g.add_argument("--visualize", action="store_true", help="also write the PNG and HTML report next to the results")
     g.add_argument("--verbose", "-v", action="store_true", help="a line per task")
     g.add_argument("--debug", action="store_true", help="print each conversation")
@@ -95,8 +97,12 @@ def _protocol(args: argparse.Namespace) -> str:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     sandbox, docker = sandbox_from_args(args)
     require_engine(args.engine)  # refused before the model is resolved or started
+    preset = preset_from_args(args)
+    if args.exact_lookup and preset.provider != "local":
+        raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
+    prompt_lookup, _repack = lookup_settings(args.prompt_lookup, args.exact_lookup)
     return RunConfig(
-        preset=preset_from_args(args),
+        preset=preset,
         dataset_path=resolve_path(args.dataset_path),
         task_ids=args.tasks,
         limit=args.limit,
@@ -117,7 +123,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         request_timeout_s=args.request_timeout,
         gguf=args.gguf,
         visualize=args.visualize,
-        prompt_lookup=args.prompt_lookup,
+        prompt_lookup=prompt_lookup,
+        exact_lookup=args.exact_lookup,
         skip_bad_rows=args.skip_bad_rows,
     )
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.embedded import DEFAULT_BATCH_THREADS, DEFAULT_CTX, DEFAULT_PROMPT_LOOKUP, DEFAULT_THREADS
+from humanevalfix.models.embedded import DEFAULT_BATCH_THREADS, DEFAULT_CTX, DEFAULT_PROMPT_LOOKUP, DEFAULT_THREADS, EXACT_MAX_DRAFT
 
 HELP = 'run the embedded local model as an OpenAI-compatible server in the foreground'
 
@@ -20,11 +20,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help=f"CPU threads generating tokens (default {DEFAULT_THREADS})")
     p.add_argument("--batch-threads", type=int, default=DEFAULT_BATCH_THREADS, help=f"CPU threads reading the prompt (default {DEFAULT_BATCH_THREADS})")
     p.add_argument("--n-ctx", type=int, default=DEFAULT_CTX, help=f"context window in tokens (default {DEFAULT_CTX})")
-    p.add_argument("--prompt-lookup", type=int, default=DEFAULT_PROMPT_LOOKUP, metavar="N", help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
+    p.add_argument("--exact-lookup", action="store_true", help=f"check drafts so that greedy replies are exactly those of plain decoding (at most {EXACT_MAX_DRAFT} drafts, slower; needs llama-cpp-python built without llamafile)")
+    p.add_argument("--prompt-lookup", type=int, metavar="N", help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from humanevalfix.models.embedded import ServerOptions, check_installed, log_tail, run_server
+    from humanevalfix.models.embedded import ServerOptions, check_installed, log_tail, lookup_settings, run_server
     from humanevalfix.models.presets import load_presets
 
     presets = load_presets(args.models_file) if args.models_file else load_presets()
@@ -36,9 +37,12 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port: must be between 1 and 65535, got {args.port}")
     if args.threads < 1 or args.batch_threads < 1 or args.n_ctx < 256:
         raise ConfigError("--threads and --batch-threads must be at least 1, --n-ctx at least 256")
-    if not 0 <= args.prompt_lookup <= 64:
+    if args.prompt_lookup is not None and not 0 <= args.prompt_lookup <= 64:
         raise ConfigError(f"--prompt-lookup: must be between 0 (off) and 64, got {args.prompt_lookup}")
-    options = ServerOptions(threads=args.threads, batch_threads=args.batch_threads, n_ctx=args.n_ctx, port=args.port, prompt_lookup=args.prompt_lookup)
+    lookup, repack = lookup_settings(args.prompt_lookup, args.exact_lookup)
+    options = ServerOptions(
+        threads=args.threads, batch_threads=args.batch_threads, n_ctx=args.n_ctx, port=args.port, prompt_lookup=lookup, repack=repack, exact=args.exact_lookup
+    )
     from humanevalfix.models.weights import locate
 
     check_installed()

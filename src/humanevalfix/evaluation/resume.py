@@ -45,6 +45,7 @@ OPTION_OF = {
     "sampling.max_tokens": "--max-tokens",
     "sampling.seed": "--seed",
     "embedded_server.prompt_lookup": "--prompt-lookup",
+    "embedded_server.exact_lookup": "--exact-lookup",
     "native_tools": "--text-tools",
     "max_iters": "--max-iters",
     "protocol": "--protocol",

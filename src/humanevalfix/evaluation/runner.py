@@ -179,7 +179,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
-        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=ServerOptions(prompt_lookup=config.prompt_lookup)) as endpoint:
+        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=_server_options(config)) as endpoint:
             preset = endpoint.preset
             run_cfg = replace(config, preset=preset)
             public = public_config(
@@ -221,6 +221,11 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
             return outcome
     finally:
         pool.close()
+
+
+def _server_options(config: RunConfig) -> ServerOptions:
+    exact = config.exact_lookup
+    return ServerOptions(prompt_lookup=config.prompt_lookup, repack=not exact, exact=exact)
 
 
 def _start(stream: Stream, public: dict[str, Any]) -> None:

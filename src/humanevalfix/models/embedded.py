@@ -40,8 +40,14 @@ DEFAULT_CTX = 8192
 # Prompt-lookup decoding: draft tokens are copied from the prompt where the reply repeats it, and
 # a repaired function mostly repeats the buggy one. The model checks every drafted token, but in
 # batches, and llama.cpp's batched kernels round differently from one token at a time, so now and
-# then a greedy near tie flips (bench/local_speed.py, bench/batch_exactness.py); 0 turns it off.
+# then a greedy near tie flips (bench/local_speed.py, bench/batch_exactness.py); 0 turns it off, and
+# --exact-lookup (EXACT_MAX_DRAFT) keeps replies exact on a build that allows it.
 DEFAULT_PROMPT_LOOKUP = 10
+# --exact-lookup: batches of up to 7 tokens (6 drafts and the token before them) give logits
+# bit-identical to one-token decoding on a build without llamafile with the repacked buffers off;
+# from 8 tokens on another kernel takes over (bench/batch_exactness.py).
+EXACT_MAX_DRAFT = 6
+REBUILD_HINT = 'CMAKE_ARGS="-DGGML_LLAMAFILE=OFF" pip install --force-reinstall --no-cache-dir --no-deps "llama-cpp-python=={version}"'
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_CHARS = 2000
@@ -80,8 +86,12 @@ class ServerOptions:
     # llama.cpp's repacked weight buffers (use_extra_bufts). On, batches of 4 tokens or more go
     # through the repacked Q4_K gemm, which rounds differently from one token at a time; off, and
     # with a build without llamafile, batches of up to 7 tokens are bit-identical to one-token
-    # decoding (bench/batch_exactness.py). Off only for bench/local_speed.py's `-norepack` so far.
+    # decoding (bench/batch_exactness.py). Off with --exact-lookup and bench/local_speed.py's `-norepack`.
     repack: bool = True
+    # Drafts checked with one-token arithmetic, so greedy replies are those of plain decoding:
+    # refused on a llamafile build (check_exact), with the repacked buffers off and at most
+    # EXACT_MAX_DRAFT drafts (lookup_settings).
+    exact: bool = False
     host: str = "127.0.0.1"
     port: int | None = None  # None: a free port
     start_timeout_s: float = START_TIMEOUT_S
@@ -199,6 +209,41 @@ def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, log_path: Path, ti
         delay = min(1.0, delay * 1.5)
 
 
+def lookup_settings(prompt_lookup: int | None, exact: bool) -> tuple[int, bool]:
+    """Draft tokens and whether the repacked buffers stay on, for --prompt-lookup and --exact-lookup."""
+    if not exact:
+        return (DEFAULT_PROMPT_LOOKUP if prompt_lookup is None else prompt_lookup), True
+    if prompt_lookup is None:
+        return EXACT_MAX_DRAFT, False
+    if prompt_lookup > EXACT_MAX_DRAFT:
+        raise ConfigError(
+            f"--exact-lookup: at most {EXACT_MAX_DRAFT} draft tokens are checked exactly, got --prompt-lookup {prompt_lookup} "
+            "(leave --prompt-lookup out for the most)"
+        )
+    return prompt_lookup, False
+
+
+def inexact_build(system_info: str) -> str | None:
+    """Why this llama.cpp build cannot check drafts exactly (from llama_print_system_info); None if it can."""
+    if "LLAMAFILE = 1" in system_info:
+        return "this llama-cpp-python is built with llamafile's sgemm, whose batched arithmetic differs from one-token decoding"
+    return None
+
+
+def check_exact(options: ServerOptions) -> None:
+    """Refuse --exact-lookup where its promise cannot hold, before the server starts."""
+    if not options.exact:
+        return
+    if options.repack or options.prompt_lookup > EXACT_MAX_DRAFT:
+        raise ConfigError(f"exact prompt lookup needs the repacked buffers off and at most {EXACT_MAX_DRAFT} draft tokens")
+    import llama_cpp
+
+    why = inexact_build(llama_cpp.llama_print_system_info().decode("utf-8", "replace"))
+    if why:
+        hint = REBUILD_HINT.format(version=getattr(llama_cpp, "__version__", "") or "0.3.36")
+        raise ConfigError(f"--exact-lookup: {why}; rebuild it without: {hint} (docs/local-model.md)")
+
+
 def check_installed() -> None:
     try:
         import llama_cpp.server  # noqa: F401
@@ -213,6 +258,7 @@ def check_installed() -> None:
 def run_server(gguf: Path, model_id: str, options: ServerOptions = ServerOptions(), log_path: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     """The server process for `gguf`, ready; stopped (with its whole group) on the way out."""
     check_installed()
+    check_exact(options)
     port = options.port or free_port(options.host)
     base_url = f"http://{options.host}:{port}/v1"
     with contextlib.ExitStack() as stack:
@@ -248,6 +294,7 @@ def embedded_server(preset: Preset, gguf: Path | None, options: ServerOptions | 
     from humanevalfix.models.weights import locate
 
     check_installed()
+    check_exact(options or ServerOptions())
     weights = locate(preset.gguf or "", gguf)
     with run_server(weights, preset.model, options or ServerOptions()) as (base_url, proc, log_path):
         yield Served(base_url, preset.model, replace(preset, base_url=base_url), proc.pid, log_path, weights)
