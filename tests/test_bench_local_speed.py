@@ -58,14 +58,15 @@ def test_the_table_shows_speed_up_and_identical_replies(capsys: pytest.CaptureFi
 
 def test_exact_lookup_caps_the_drafts_turns_repack_off_and_refuses_a_clash() -> None:
     from humanevalfix.errors import ConfigError
-    from humanevalfix.models.embedded import EXACT_MAX_DRAFT, lookup_settings
+    from humanevalfix.models.embedded import EXACT_MAX_DRAFT, with_lookup
 
-    assert lookup_settings(None, False) == (10, True)
-    assert lookup_settings(4, False) == (4, True)
-    assert lookup_settings(None, True) == (EXACT_MAX_DRAFT, False)
-    assert lookup_settings(0, True) == (0, False)
+    served = ServerOptions(port=8080)
+    assert with_lookup(served, None, False) == ServerOptions(port=8080, prompt_lookup=10, repack=True, exact=False)
+    assert with_lookup(served, 4, False) == ServerOptions(port=8080, prompt_lookup=4, repack=True, exact=False)
+    assert with_lookup(served, None, True) == ServerOptions(port=8080, prompt_lookup=EXACT_MAX_DRAFT, repack=False, exact=True)
+    assert with_lookup(served, 0, True) == ServerOptions(port=8080, prompt_lookup=0, repack=False, exact=True)
     with pytest.raises(ConfigError, match=r"--exact-lookup: at most 6 draft tokens.*--prompt-lookup 7"):
-        lookup_settings(7, True)
+        with_lookup(served, 7, True)
 
 
 def test_exact_lookup_is_refused_on_a_llamafile_build_before_the_server_starts() -> None:

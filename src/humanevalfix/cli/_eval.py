@@ -16,7 +16,7 @@ from humanevalfix.cli._options import add_model_options, non_negative_int, posit
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
-from humanevalfix.models.embedded import lookup_settings
+from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
 
 HELP = "run the benchmark (the default command)"
@@ -100,7 +100,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     preset = preset_from_args(args)
     if args.exact_lookup and preset.provider != "local":
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
-    prompt_lookup, _repack = lookup_settings(args.prompt_lookup, args.exact_lookup)
+    lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
     return RunConfig(
         preset=preset,
         dataset_path=resolve_path(args.dataset_path),
@@ -123,8 +123,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         request_timeout_s=args.request_timeout,
         gguf=args.gguf,
         visualize=args.visualize,
-        prompt_lookup=prompt_lookup,
-        exact_lookup=args.exact_lookup,
+        prompt_lookup=lookup.prompt_lookup,
+        exact_lookup=lookup.exact,
         skip_bad_rows=args.skip_bad_rows,
     )
 

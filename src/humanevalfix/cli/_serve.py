@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from humanevalfix.models.embedded import ServerOptions, check_installed, log_tail, lookup_settings, run_server
+    from humanevalfix.models.embedded import ServerOptions, check_installed, log_tail, run_server, with_lookup
     from humanevalfix.models.presets import load_presets
 
     presets = load_presets(args.models_file) if args.models_file else load_presets()
@@ -39,10 +39,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--threads and --batch-threads must be at least 1, --n-ctx at least 256")
     if args.prompt_lookup is not None and not 0 <= args.prompt_lookup <= 64:
         raise ConfigError(f"--prompt-lookup: must be between 0 (off) and 64, got {args.prompt_lookup}")
-    lookup, repack = lookup_settings(args.prompt_lookup, args.exact_lookup)
-    options = ServerOptions(
-        threads=args.threads, batch_threads=args.batch_threads, n_ctx=args.n_ctx, port=args.port, prompt_lookup=lookup, repack=repack, exact=args.exact_lookup
-    )
+    served = ServerOptions(threads=args.threads, batch_threads=args.batch_threads, n_ctx=args.n_ctx, port=args.port)
+    options = with_lookup(served, args.prompt_lookup, args.exact_lookup)
     from humanevalfix.models.weights import locate
 
     check_installed()

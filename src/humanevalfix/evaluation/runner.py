@@ -25,7 +25,7 @@ from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.models.embedded import ServerOptions
+from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
@@ -179,7 +179,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
-        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=_server_options(config)) as endpoint:
+        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
             preset = endpoint.preset
             run_cfg = replace(config, preset=preset)
             public = public_config(
@@ -221,11 +221,6 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
             return outcome
     finally:
         pool.close()
-
-
-def _server_options(config: RunConfig) -> ServerOptions:
-    exact = config.exact_lookup
-    return ServerOptions(prompt_lookup=config.prompt_lookup, repack=not exact, exact=exact)
 
 
 def _start(stream: Stream, public: dict[str, Any]) -> None:

@@ -90,7 +90,7 @@ class ServerOptions:
     repack: bool = True
     # Drafts checked with one-token arithmetic, so greedy replies are those of plain decoding:
     # refused on a llamafile build (check_exact), with the repacked buffers off and at most
-    # EXACT_MAX_DRAFT drafts (lookup_settings).
+    # EXACT_MAX_DRAFT drafts (with_lookup).
     exact: bool = False
     host: str = "127.0.0.1"
     port: int | None = None  # None: a free port
@@ -209,18 +209,18 @@ def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, log_path: Path, ti
         delay = min(1.0, delay * 1.5)
 
 
-def lookup_settings(prompt_lookup: int | None, exact: bool) -> tuple[int, bool]:
-    """Draft tokens and whether the repacked buffers stay on, for --prompt-lookup and --exact-lookup."""
+def with_lookup(options: ServerOptions, prompt_lookup: int | None, exact: bool) -> ServerOptions:
+    """`options` with --prompt-lookup (None: the default) and --exact-lookup, which caps the drafts
+    and turns the repacked buffers off."""
     if not exact:
-        return (DEFAULT_PROMPT_LOOKUP if prompt_lookup is None else prompt_lookup), True
-    if prompt_lookup is None:
-        return EXACT_MAX_DRAFT, False
-    if prompt_lookup > EXACT_MAX_DRAFT:
+        return replace(options, prompt_lookup=DEFAULT_PROMPT_LOOKUP if prompt_lookup is None else prompt_lookup)
+    if prompt_lookup is not None and prompt_lookup > EXACT_MAX_DRAFT:
         raise ConfigError(
             f"--exact-lookup: at most {EXACT_MAX_DRAFT} draft tokens are checked exactly, got --prompt-lookup {prompt_lookup} "
             "(leave --prompt-lookup out for the most)"
         )
-    return prompt_lookup, False
+    drafts = EXACT_MAX_DRAFT if prompt_lookup is None else prompt_lookup
+    return replace(options, prompt_lookup=drafts, repack=False, exact=True)
 
 
 def inexact_build(system_info: str) -> str | None:
