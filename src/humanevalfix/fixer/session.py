@@ -129,8 +129,8 @@ class ScopedExecutor:
             told += f"\n\npytest: {report.summary}"
         return told
 
-    def run(self, code: str, test: str) -> ExecResult:
-        result = self.inner.run(code, test)
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
+        result = self.inner.run(code, test, support)
         if result.status != "failed" or not test.strip():
             return result
         return replace(result, message=self.tell(self.inner.reports[-1], code))

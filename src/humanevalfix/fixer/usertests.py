@@ -247,8 +247,9 @@ class UserTestExecutor:
         nonce = secrets.token_hex(8)
         return parse_report(self.inner.run("", self.program(code, with_tests, nonce)), nonce)
 
-    def run(self, code: str, test: str) -> ExecResult:
-        """The agent's call; an empty `test` (feedback modes without tests) only imports the module."""
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
+        """The agent's call; an empty `test` (feedback modes without tests) only imports the module.
+        `support` is the benchmark's (trusted helpers): the user's tests need none."""
         report = self.check(code, with_tests=bool(test.strip()))
         self.reports.append(report)
         if self.on_report is not None:

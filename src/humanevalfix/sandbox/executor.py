@@ -1,6 +1,7 @@
 """Executors run a candidate against a test program and return a verdict.
 
-The interface is small so sandboxes can be swapped: `run(code, test) -> ExecResult`, `close()`,
+The interface is small so sandboxes can be swapped: `run(code, test, support="") -> ExecResult`
+(`support`: the task's trusted helper code, run with the test on the judge's side), `close()`,
 `name`, `isolation` (recorded in the results' config) and `guarantees` (what the conformance
 suite holds the executor to). Two ways to start the child share everything else:
 
@@ -85,7 +86,7 @@ class Executor(Protocol):
     name: str
     isolation: str  # what the child is isolated by, recorded in the results' config
 
-    def run(self, code: str, test: str) -> ExecResult: ...
+    def run(self, code: str, test: str, support: str = "") -> ExecResult: ...
 
     def close(self) -> None: ...
 
@@ -288,9 +289,9 @@ class SubprocessExecutor(JailedExecutor):
     run) but nothing survives from one run to the next; the baseline of the benchmark."""
 
     def command(self) -> list[str]:
-        return self.jail.wrap([self.python, "-I", "-B", self.jail.runner], as_pid_1=True)
+        return self.jail.wrap([self.python, "-I", "-B", self.jail.runner, "--mode", self.mode], as_pid_1=True)
 
-    def run(self, code: str, test: str) -> ExecResult:
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
         nonce = secrets.token_hex(16)
         start = time.monotonic()
         # Under bwrap the work dir is a private tmpfs that dies with the sandbox; otherwise a
@@ -298,7 +299,15 @@ class SubprocessExecutor(JailedExecutor):
         tmp = None if self.jail.level == "bwrap" else tempfile.mkdtemp(prefix="hefix-")
         result_r, result_w = os.pipe()
         payload = json.dumps(
-            {"code": code, "test": test, "nonce": nonce, "result_fd": result_w, "limits": self.limits.rlimits(), "mode": self.mode}
+            {
+                "code": code,
+                "test": test,
+                "support": support,
+                "nonce": nonce,
+                "result_fd": result_w,
+                "limits": self.limits.rlimits(),
+                "timeout_s": self.limits.timeout_s,
+            }
         ).encode()
         sink = OutputSink()
         timed_out = False

@@ -1,12 +1,15 @@
 """The warm executor: one fork server per executor (so per worker), a fork per run.
 
 The server (child/runner.py --serve) starts once inside the executor's jail, imports the
-prelude (numpy included) and waits on a unix socket. For each run the harness creates two pipes,
-the child's stdout+stderr and the result pipe, and passes their write ends to the server with
-the request (SCM_RIGHTS). The server forks; the child makes itself a session leader, takes the
-pipes as fds 1, 2 and 3, closes every other fd, enters a fresh work dir, sets its rlimits, drops
-its capabilities and runs the candidate. The server waits for it (killing its process group at
-the time limit), kills whatever it left behind, wipes its files and replies.
+prelude (numpy included), forks the candidates' template (the zygote) and waits on a unix
+socket. For each run the harness creates two pipes, the run's stdout+stderr and the result pipe,
+and passes their write ends to the server with the request (SCM_RIGHTS). Two processes take the
+run, forked ahead of it: the judge (from the server: the test, the result pipe) and the candidate
+(from the zygote: the model's code, stdout+stderr and a socket to the judge, nothing else); both
+enter a fresh work dir, set their rlimits and drop their capabilities. The server waits for the
+judge (killing its process group at the time limit), kills whatever the run left behind, wipes
+its files and replies; a reply that says `retire` (the candidate killed the zygote) ends that
+server, and the next run starts a new one.
 
 The isolation is the jail's, as for the fresh-interpreter path; under bwrap and unshare the
 server is the init of its PID namespace, so nothing the candidate runs can signal it. The
@@ -41,7 +44,6 @@ from humanevalfix.sandbox.executor import (
     format_output,
     kill_group,
     remove_tree,
-    report_line,
     verdict,
 )
 from humanevalfix.sandbox.jail import JAIL_WORK
@@ -64,6 +66,8 @@ class Server:
     dead: bool = False
     child: int | None = None  # the pid of the run in progress (meaningful without a PID namespace)
     child_start: int | None = None  # its start time, from /proc
+    candidate: int | None = None  # the run's candidate process, and its start time
+    candidate_start: int | None = None
     nonce: str = ""  # of the run in progress: the server's messages carry it
     group: Group | None = None  # the server's cgroup (its process limit), removed after it
 
@@ -130,6 +134,8 @@ class Server:
             if "started" in message:
                 self.child = int(message["started"])
                 self.child_start = message.get("start_time")
+                self.candidate = message.get("candidate")
+                self.candidate_start = message.get("candidate_start")
                 continue
             return message
         return None
@@ -260,7 +266,7 @@ class ForkServerExecutor(JailedExecutor):
         self._server = None
 
     # -- runs
-    def run(self, code: str, test: str) -> ExecResult:
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
         with self._lock:
             for _attempt in (0, 1):
                 if self._server is not None and not self._ready and self._server.alive():
@@ -272,22 +278,22 @@ class ForkServerExecutor(JailedExecutor):
                     problem = self._start()
                     if problem is not None:
                         return ExecResult("error", problem)
-                result = self._run(code, test)
+                result = self._run(code, test, support)
                 if result is not None:
                     return result
                 self._stop_server()  # the request could not be sent: a dead server; once more
             return ExecResult("error", "the fork server died twice before it could take the code")
 
-    def _run(self, code: str, test: str) -> ExecResult | None:
+    def _run(self, code: str, test: str, support: str) -> ExecResult | None:
         server = self._server
         assert server is not None
         nonce = secrets.token_hex(16)
         request = json.dumps(
-            {"code": code, "test": test, "nonce": nonce, "limits": self.limits.rlimits(), "timeout_s": self.limits.timeout_s}
+            {"code": code, "test": test, "support": support, "nonce": nonce, "limits": self.limits.rlimits(), "timeout_s": self.limits.timeout_s}
         ).encode()
         out_r, out_w = os.pipe()
         result_r, result_w = os.pipe()
-        server.child = server.child_start = None
+        server.child = server.child_start = server.candidate = server.candidate_start = None
         server.nonce = nonce
         start = time.monotonic()
         try:
@@ -304,32 +310,29 @@ class ForkServerExecutor(JailedExecutor):
             deadline = start + self.limits.timeout_s + GRACE_S
             reply: dict[str, Any] | None = None
 
-            def done(open_fds: set[int]) -> bool:
-                nonlocal reply, early
+            def done(_open_fds: set[int]) -> bool:
+                # The server's reply, not the pipes' EOF, ends a run: it may say `retire`, and it
+                # comes once the run's processes are gone (the candidate holds stdout till then).
+                nonlocal reply
                 reply = reply or server.take_message()
-                # The child reported and closed both pipes (it has exited, and nothing it started
-                # holds them): the verdict is final. The server's clean-up of the run need not be
-                # waited for; it finishes before the server takes the next request.
-                early = out_r not in open_fds and result_r not in open_fds and report_line(bytes(sink.result), nonce) is not None
-                return reply is not None or server.dead or early
+                return reply is not None or server.dead
 
-            early = False
-            # The child's pipes and the server's socket, until the run is over.
+            # The run's pipes and the server's socket, until the run is over.
             gave_up = drain(sink, {out_r: "out", result_r: "result", server.sock.fileno(): server.pump}, deadline, stop=done)
-            if reply is None and not server.dead and not gave_up and not early:
+            if reply is None and not server.dead and not gave_up:
                 reply = server.read_message(deadline)
         finally:
             os.close(out_r)
             os.close(result_r)
         duration = time.monotonic() - start
-        if reply is None and early and not server.dead:
-            return exec_result(sink, nonce, None, duration, False, self.limits.timeout_s)
         if reply is None:
             # No answer: the server died (a candidate killed it under the rlimits-only jail) or
             # hung. Either way it is replaced before the next run; without a PID namespace to take
             # them along, the child and what it started are killed here.
-            if self.jail.level == "none" and server.child is not None:
-                kill_tree(server.child, server.child_start)
+            if self.jail.level == "none":
+                for pid, started in ((server.child, server.child_start), (server.candidate, server.candidate_start)):
+                    if pid is not None:
+                        kill_tree(pid, started)
             self._stop_server()
             status, message = verdict(bytes(sink.result), nonce, None)
             if status != "passed":
@@ -341,6 +344,8 @@ class ForkServerExecutor(JailedExecutor):
         if "error" in reply:
             self._stop_server()
             return ExecResult("error", str(reply["error"]), "", round(duration, 4), None)
+        if reply.get("retire"):
+            self._stop_server()  # its zygote is gone: the next run starts a new server
         return exec_result(sink, nonce, int(reply["exit_code"]), duration, bool(reply.get("timed_out")), self.limits.timeout_s)
 
     def close(self) -> None:

@@ -55,10 +55,10 @@ class ExecutorPool:
         """Why the isolation is weaker than `--sandbox auto` wanted (executors that say), or None."""
         return getattr(self.sample, "isolation_warning", None)
 
-    def run(self, code: str, test: str) -> ExecResult:
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
         executor = self.borrow()
         try:
-            return executor.run(code, test)
+            return executor.run(code, test, support)
         finally:
             self.give_back(executor)
 

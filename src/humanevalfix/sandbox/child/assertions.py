@@ -1,10 +1,10 @@
 """What the rewritten asserts call at run time, and the message of a failed one.
 
 The test program's asserts are instrumented by rewriting.py; each calls the `Recorder` (under
-the name rewriting.HELPER) with the values it looks at. The recorder checks each value with
-honesty.Honesty before the comparison sees it (an untrusted value fails the assertion with
-`UntrustedValue`) and keeps it, so that a failed assertion says which call was made, what it
-returned and what was expected (`ExplainedAssertion`).
+the name rewriting.HELPER) with the values it looks at, and the recorder keeps them, so that a
+failed assertion says which call was made, what it returned and what was expected
+(`ExplainedAssertion`). The values need no checking: the test runs in the judge's process, where
+whatever came from the candidate arrived as plain data (judge.py, plaindata.py).
 
 Standard library only: runs inside the sandboxed child, loaded by file path (see runner.py).
 """
@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 MESSAGE_CAP = 1500
-
-
-class UntrustedValue(AssertionError):
-    """A value the assertion cannot trust: its comparisons are the candidate's code."""
 
 
 class ExplainedAssertion(AssertionError):
@@ -51,9 +47,8 @@ class CallRecord:
 class Recorder:
     """What the rewritten asserts call, as `@hefix.<method>`; one per test run."""
 
-    def __init__(self, honesty: Any, infos: list[Any]) -> None:
-        """`honesty`: a honesty.Honesty; `infos`: rewriting.AssertInfo per assert of the test."""
-        self.honesty = honesty
+    def __init__(self, infos: list[Any]) -> None:
+        """`infos`: rewriting.AssertInfo per assert of the test."""
         self.infos = infos
         self.current = -1
         self.values: dict[int, Any] = {}
@@ -66,15 +61,7 @@ class Recorder:
         self.values = {}
         self.calls = []
 
-    def _check(self, slot: int | None, value: Any) -> None:
-        why = self.honesty.problem(value)
-        if why is not None:
-            info = self.infos[self.current] if self.current >= 0 else None
-            where = info.text(slot) if info is not None and slot is not None else "the assertion's value"
-            raise UntrustedValue(f"assert {info.source.segment(info.span) if info else '?'}\n  `{_cap(where, 200)}` is {why}")
-
     def val(self, slot: int, value: Any) -> Any:
-        self._check(slot, value)
         self.values[slot] = value
         return value
 
@@ -82,13 +69,11 @@ class Recorder:
         record = CallRecord(slot, func, args, kwargs)
         self.calls.append(record)
         result = func(*args, **kwargs)
-        self._check(slot, result)
         record.done, record.result = True, result
         self.values[slot] = result
         return result
 
     def truth(self, value: Any) -> bool:
-        self._check(None, value)
         return bool(value)
 
     def failure(self, message: Any) -> ExplainedAssertion:

@@ -159,17 +159,18 @@ def has_children() -> bool:
     return True
 
 
-def kill_descendants(root: int, *, reap_children: bool) -> int:
-    """SIGKILL every process below `root`, until none is left; returns how many were killed.
+def kill_descendants(root: int, *, reap_children: bool, keep: int | None = None) -> int:
+    """SIGKILL every process below `root` (but `keep`, whose descendants go too), until none is
+    left; returns how many were killed.
 
     Orphans of killed processes come back under `root` when it is a subreaper or a PID
     namespace's init, so repeating the scan also catches double-forked, setsid'ed daemons.
     """
     killed = 0
-    if reap_children and root == os.getpid() and not has_children():
+    if keep is None and reap_children and root == os.getpid() and not has_children():
         return 0  # the common case, and no /proc scan: nothing outlived the run
     for _ in range(100):
-        found = descendants(root)
+        found = [pid for pid in descendants(root) if pid != keep]
         if not found:
             break
         for pid in found:

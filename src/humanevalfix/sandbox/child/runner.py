@@ -1,13 +1,23 @@
-"""Runs inside the sandboxed child: prelude, candidate, tests; reports through a private pipe.
+"""Runs inside the sandbox: a judge and a candidate process per run; the judge reports.
+
+Every run has two processes. The *judge* (judge.py, execution.py) runs the prelude, the task's
+helpers and the test, and alone holds the result pipe and the nonce. The *candidate*
+(candidate.py) runs the model's code and answers the judge's calls with plain data. The
+candidate is forked from a template that has never seen a test or a request, so its memory holds
+neither; the judge is not dumpable, so the candidate cannot ptrace it or open its /proc files.
 
 Two ways in:
-- one-shot (`python -I child/runner.py`, the fresh-interpreter executors): one request on
-  stdin, run in this process, which then exits;
+- one-shot (`python -I child/runner.py --mode M`, the fresh-interpreter executors): the prelude
+  is imported, the candidate forked, and only then is the request read from stdin by the judge
+  (this process), which then exits;
 - fork server (`python -I child/runner.py --serve FD BASE [--private]`, the warm executors;
   `--serve-at PATH` instead of `--serve FD` connects to the harness's socket at PATH, as in a
-  Docker container): the prelude is imported once, then each request received on the socket is run by a
-  forked child in a fresh directory under BASE. The server waits for the child (killing it at
-  the time limit), kills every process the child left behind, removes its files and replies.
+  Docker container): the prelude is imported once, a *zygote* is forked at once (before any
+  request), and for each run the server forks a judge and the zygote forks a candidate, both
+  ahead of the request, joined by a socket pair. The server waits for the judge (killing it at
+  the time limit), kills every process the run left behind (the zygote excepted), removes its
+  files and replies. A run that killed the zygote retires the server: a new zygote forked from
+  it would hold the tests it has seen.
 
 Either way a pass is reported only after the test's `check(...)` has returned, on a pipe the
 harness created, tagged with a nonce the harness chose; exit status and stdout mean nothing.
@@ -15,7 +25,8 @@ harness created, tagged with a nonce the harness chose; exit status and stdout m
 Standard library only (plus RestrictedPython in restricted mode): this file is executed by
 `python -I` with an empty environment, and inside bwrap it sees only itself and its helpers
 (jail.RUNNER_FILES), loaded from its own directory by `load_helper`: procs.py (process control),
-execution.py (one run), and through it honesty.py, rewriting.py, assertions.py, restricted.py.
+execution.py (one run), candidate.py (the candidate's process), and through execution.py
+judge.py, plaindata.py, rewriting.py, assertions.py, restricted.py.
 """
 
 from __future__ import annotations
@@ -31,11 +42,14 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
-RESULT_FD = 3  # where the forked child keeps the result pipe
+RESULT_FD = 3  # where the judge keeps the result pipe
+CALL_FD = 4  # where the judge keeps its end of the candidate's socket
 HEADER = struct.Struct("!Q")  # the fork server's framing: a length, then that much JSON
 HARNESS_GONE = 3  # a standby child's exit status when the harness closed the socket
+CACHE_LIMIT = 256 << 10  # tests (with their helpers) up to this size are compiled once and kept
+DEADLINE_MARGIN_S = 0.05  # the judge gives up a little before the server kills it, to say why
 
 
 def load_helper(name: str) -> ModuleType:
@@ -53,6 +67,7 @@ def load_helper(name: str) -> ModuleType:
 
 procs = load_helper("procs")
 execution = load_helper("execution")
+candidate = load_helper("candidate")
 
 
 def prepare(mode: str) -> Any:
@@ -73,30 +88,71 @@ def flush_std() -> None:
             pass
 
 
+def mode_arg() -> str:
+    return sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "python"
+
+
+def become_candidate(env: Any, call_fd: int) -> NoReturn:
+    """In a freshly forked child: keep only stdout, stderr and the socket to the judge, then serve."""
+    candidate.standby_signals()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    if call_fd != 3:
+        os.dup2(call_fd, 3)
+    os.closerange(4, 1 << 16)
+    procs.prctl(procs.PR_SET_DUMPABLE, 1)  # its own memory holds nothing; oom_score_adj needs it
+    candidate.serve(socket.socket(fileno=3), env, execution, procs, env.plain)
+
+
+def judge_run(env: Any, request: dict[str, Any], call_fd: int, workdir: str, out_fd: int | None, compiled: Any) -> dict[str, Any]:
+    """The judge's side of one run, after procs.enter: the verdict as a dict."""
+    timeout_s = float(request.get("timeout_s") or request["limits"]["cpu_seconds"])
+    deadline = time.monotonic() + max(0.0, timeout_s - DEADLINE_MARGIN_S)
+    channel = env.judge.Channel(socket.socket(fileno=call_fd), env.plain, deadline, timeout_s)
+    run = execution.Run(
+        str(request["code"]), str(request.get("test", "")), str(request.get("support", "")), workdir, request["limits"], out_fd
+    )
+    try:
+        return execution.timed_execute(env, channel, run, compiled)
+    finally:
+        channel.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # One-shot: the fresh-interpreter executors
 
 
 def run_once() -> None:
-    payload = json.loads(sys.stdin.buffer.read())
-    sys.stdin.close()
     if os.getpid() != 1:
         procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)  # orphans stay ours, so they can be killed below
+    procs.prctl(procs.PR_SET_DUMPABLE, 0)  # the candidate cannot ptrace the judge
+    try:
+        env = prepare(mode_arg())
+        judge_end, candidate_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except BaseException as exc:  # the harness's own imports: an infrastructure failure
+        env, failure = None, f"prelude failed: {type(exc).__name__}: {exc}"
+    else:
+        failure = None
+        # The candidate, before the request is read: the test never enters its memory.
+        if os.fork() == 0:
+            judge_end.close()
+            become_candidate(env, candidate_end.detach())
+        candidate_end.close()
+    payload = json.loads(sys.stdin.buffer.read())
+    sys.stdin.close()
     result_fd = int(payload["result_fd"])
     nonce = str(payload["nonce"])
-    try:
-        env = prepare(str(payload.get("mode", "python")))
-    except BaseException as exc:  # the harness's own imports: an infrastructure failure
-        report(result_fd, nonce, {"status": "error", "message": f"prelude failed: {type(exc).__name__}: {exc}"})
+    if failure is not None:
+        report(result_fd, nonce, {"status": "error", "message": failure})
         os._exit(0)
     procs.enter(os.getcwd(), payload["limits"])
-    code, test = payload["code"], payload["test"]
+    outcome = judge_run(env, payload, judge_end.detach(), os.getcwd(), None, None)
     del payload
-    outcome = execution.timed_execute(env, code, test, None)
     flush_std()
     report(result_fd, nonce, outcome)
     procs.kill_descendants(os.getpid(), reap_children=True)
-    # Skip interpreter shutdown: a candidate's atexit handlers or threads cannot change the verdict.
+    # Skip interpreter shutdown: nothing left to do, and nothing to wait for.
     os._exit(0)
 
 
@@ -128,17 +184,73 @@ def recv_request(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(recv_exact(sock, length)), list(fds)
 
 
-def standby(env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: dict[str, Any], go_fd: int = -1) -> None:
-    """A child forked ahead of its run: it takes the next request itself. Never returns.
+class Zygote:
+    """The candidates' template: forked from the server before any request, so before any test.
+    It forks one candidate per run on the server's demand, each holding one end of a socket
+    pair, and tells the server the new process's pid."""
+
+    def __init__(self, env: Any, harness_fd: int) -> None:
+        server_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        gc.freeze()
+        pid = os.fork()
+        if pid == 0:
+            server_end.close()
+            os.close(harness_fd)
+            self._serve(env, zygote_end)
+        zygote_end.close()
+        self.pid = pid
+        self.sock = server_end
+
+    @staticmethod
+    def _serve(env: Any, sock: socket.socket) -> NoReturn:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # candidates are reaped by the kernel
+        plain = env.plain
+        while True:
+            try:
+                _message, fds = plain.receive(sock, with_fds=1)
+            except BaseException:
+                os._exit(0)
+            if len(fds) != 1:
+                os._exit(0)
+            pid = fork_when_room()
+            if pid == 0:
+                sock.close()
+                os.setsid()  # its own session and group: the harness can kill it by its group
+                become_candidate(env, fds[0])
+            os.close(fds[0])
+            try:
+                plain.send(sock, {"pid": pid})
+            except BaseException:
+                os._exit(0)
+
+    def fork_candidate(self, env: Any, candidate_fd: int) -> int | None:
+        """A new candidate process holding `candidate_fd`: its pid, or None if the zygote is gone."""
+        try:
+            env.plain.send(self.sock, {"op": "fork"}, [candidate_fd])
+            answer, _ = env.plain.receive(self.sock)
+        except BaseException:
+            return None
+        pid = answer.get("pid")
+        return pid if type(pid) is int and pid > 0 else None
+
+    def alive(self) -> bool:
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
+
+
+def standby(env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: dict[str, Any], go_fd: int, call_fd: int) -> NoReturn:
+    """The judge of the next run, forked ahead of it: it takes the next request itself.
 
     Everything that does not depend on the request is done before it arrives, so a run costs
-    neither a fork nor this set-up: a session of its own, signals, stdin.
+    neither a fork nor this set-up: a session of its own, signals, stdin. It stays non-dumpable
+    (as the server is): the candidate cannot ptrace it or open its /proc/<pid>/fd or mem.
     """
     report_fd, nonce = -1, ""
     outcome: dict[str, Any]
     try:
         os.setsid()  # its own process group and session, killed as a whole
-        procs.prctl(procs.PR_SET_DUMPABLE, 1)  # the server is not dumpable (so not traceable); the child may be
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -149,10 +261,11 @@ def standby(env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: di
         except (EOFError, ConnectionError, OSError):
             os._exit(HARNESS_GONE)
         nonce = str(request["nonce"])
-        test = str(request.get("test", ""))
+        key = test_key(request)
         # For the server: the run started (its clock), and the test, to compile it for later runs.
-        note = json.dumps({"nonce": nonce, "timeout_s": request["timeout_s"], "test": None if test in tests else test})
-        os.write(note_fd, note.encode() + b"\n")
+        fresh = key not in tests and len(key) <= CACHE_LIMIT
+        note = {"nonce": nonce, "timeout_s": request["timeout_s"], "test": request.get("test", "") if fresh else None, "support": request.get("support", "")}
+        os.write(note_fd, json.dumps(note).encode() + b"\n")
         if go_fd >= 0 and os.read(go_fd, 1) != b"g":
             os._exit(HARNESS_GONE)  # the server is gone: nobody would clean up after this run
         out_fd, result_fd = fds
@@ -160,10 +273,11 @@ def standby(env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: di
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.dup2(result_fd, RESULT_FD)
+        os.dup2(call_fd, CALL_FD)
         report_fd = RESULT_FD
-        os.closerange(RESULT_FD + 1, 1 << 16)  # the socket, the note pipe, the received copies
+        os.closerange(CALL_FD + 1, 1 << 16)  # the socket, the note pipe, the received copies
         procs.enter(workdir, request["limits"])
-        outcome = execution.timed_execute(env, request["code"], test, tests.get(test))
+        outcome = judge_run(env, request, CALL_FD, workdir, 1, tests.get(key))
         flush_std()
     except BaseException as exc:  # the sandbox's own set-up failed: not the candidate's doing
         outcome = {"status": "error", "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"}
@@ -177,9 +291,13 @@ def standby(env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: di
         os._exit(0)
 
 
-def clean_up(me: int, workdir: str) -> None:
-    """After a run: nothing it started survives, none of its files are left."""
-    procs.kill_descendants(me, reap_children=True)
+def test_key(request: dict[str, Any]) -> str:
+    return f"{request.get('support', '')}\x00{request.get('test', '')}"
+
+
+def clean_up(me: int, workdir: str, keep: int) -> None:
+    """After a run: nothing it started survives (the zygote `keep` excepted), none of its files are left."""
+    procs.kill_descendants(me, reap_children=True, keep=keep)
     procs.reap()
     procs.wipe(workdir)
     try:
@@ -188,12 +306,12 @@ def clean_up(me: int, workdir: str) -> None:
         pass
 
 
-def remember_test(env: Any, tests: dict[str, Any], test: str) -> None:
-    """Compile a test the child saw for the first time, for the runs that follow (most recent last)."""
+def remember_test(env: Any, tests: dict[str, Any], test: str, support: str) -> None:
+    """Compile a test the judge saw for the first time, for the runs that follow (most recent last)."""
     try:
-        tests[test] = execution.compile_test(env, test)
+        tests[test_key({"test": test, "support": support})] = execution.compile_test(env, test, support)
     except Exception:
-        tests[test] = None  # each child compiles it again and reports why it cannot
+        tests[test_key({"test": test, "support": support})] = None  # each judge compiles it again and reports why it cannot
     if len(tests) > 256:
         del tests[next(iter(tests))]
 
@@ -212,14 +330,14 @@ def fork_when_room(patience_s: float = 5.0) -> int:
             time.sleep(0.01)
 
 
-def fork_standby(env: Any, sock: socket.socket, workdir: str, tests: dict[str, Any], me: int) -> tuple[int, dict[str, Any] | None, int]:
-    """Fork the child of the next run and wait until it has taken a request.
+def fork_standby(env: Any, sock: socket.socket, workdir: str, tests: dict[str, Any], me: int, call_fd: int) -> tuple[int, dict[str, Any] | None, int]:
+    """Fork the judge of the next run and wait until it has taken a request.
 
     (its pid, its note: None when it exited first, the write end of its go pipe or -1).
     """
     note_r, note_w = os.pipe()
     # Without a PID namespace a candidate can kill the server, and only the harness can then
-    # clean up after it: the child waits to run the code until its pid is on the way there.
+    # clean up after it: the judge waits to run the test until its pid is on the way there.
     go_r, go_w = os.pipe() if me != 1 else (-1, -1)
     gc.freeze()  # what the server holds now is shared copy-on-write: keep gc off it
     pid = fork_when_room()
@@ -227,7 +345,7 @@ def fork_standby(env: Any, sock: socket.socket, workdir: str, tests: dict[str, A
         os.close(note_r)
         if go_w >= 0:
             os.close(go_w)
-        standby(env, sock, note_w, workdir, tests, go_r)
+        standby(env, sock, note_w, workdir, tests, go_r, call_fd)
     os.close(note_w)
     if go_r >= 0:
         os.close(go_r)
@@ -241,47 +359,60 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
     """The fork server's loop. `private`: the sandbox is ours alone (bwrap), so its /tmp,
     /dev/shm and IPC objects can be wiped after every run."""
     sock = socket.socket(fileno=sock_fd)
-    mode = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "python"
     try:
-        env = prepare(mode)
+        env = prepare(mode_arg())
     except BaseException as exc:
         send(sock, {"ready": False, "message": f"prelude failed: {type(exc).__name__}: {exc}"})
         return
     if os.getpid() != 1:
         procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed after the run
-    procs.prctl(procs.PR_SET_DUMPABLE, 0)  # a candidate cannot ptrace the server to tamper with later runs
+    procs.prctl(procs.PR_SET_DUMPABLE, 0)  # a candidate cannot ptrace the server, the zygote or a judge
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    zygote = Zygote(env, sock_fd)  # before any request: no test is ever in its memory
     # Read-only binds (fix: the user's project, possibly under /tmp) are not wiped; mounts do not
     # change after start (the candidate has no capabilities to mount).
     mounts = procs.mount_points() if private else frozenset()
     send(sock, {"ready": True, "pid": os.getpid()})
     me = os.getpid()
     count = 0
-    tests: dict[str, Any] = {}  # test -> execution.CompiledTest (None: it does not compile)
+    tests: dict[str, Any] = {}  # test_key -> execution.CompiledTest (None: it does not compile)
     while True:
         count += 1
         workdir = os.path.join(base, f"run-{count}")
         os.chmod(base, 0o700)
         os.mkdir(workdir, 0o700)
-        pid, note, go_w = fork_standby(env, sock, workdir, tests, me)
+        judge_end, candidate_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        candidate_pid = zygote.fork_candidate(env, candidate_end.fileno())
+        candidate_end.close()
+        pid, note, go_w = fork_standby(env, sock, workdir, tests, me, judge_end.fileno())
+        judge_end.close()
         status, timed_out, started = 0, False, time.monotonic()
         try:
             if note is not None:
-                # The child's pid, for a harness that must clean up after a server that died (one
-                # a candidate killed: under the rlimits-only jail the server is killable).
-                send(sock, {"started": pid, "nonce": note["nonce"], "start_time": None if me == 1 else procs.start_time(pid)})
+                # The processes' pids, for a harness that must clean up after a server that died
+                # (one a candidate killed: under the rlimits-only jail the server is killable).
+                send(sock, {
+                    "started": pid,
+                    "nonce": note["nonce"],
+                    "start_time": None if me == 1 else procs.start_time(pid),
+                    "candidate": candidate_pid,
+                    "candidate_start": None if me == 1 or candidate_pid is None else procs.start_time(candidate_pid),
+                })
                 if go_w >= 0:
                     os.write(go_w, b"g")
-            # No note: the child closed the pipe by exiting before any request came.
+            # No note: the judge closed the pipe by exiting before any request came.
             status, timed_out = procs.wait_or_kill(pid, float(note["timeout_s"]) if note is not None else 60.0)
         finally:
             if go_w >= 0:
                 os.close(go_w)
-            clean_up(me, workdir)
+            clean_up(me, workdir, zygote.pid)
         if private:
             for shared in ("/tmp", "/dev/shm", "/dev/mqueue", base):  # POSIX queues: docker mounts one
                 procs.wipe(shared, mounts)
             procs.remove_ipc()
+        # A run whose candidate killed the zygote (or that had none) ends this server after its
+        # reply: a zygote forked again from here would hold the tests seen so far.
+        retire = candidate_pid is None or not zygote.alive()
         if note is None:
             if os.WIFEXITED(status) and os.WEXITSTATUS(status) == HARNESS_GONE:
                 if not private:
@@ -290,11 +421,15 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
                     except OSError:
                         pass
                 return
+            if retire:
+                return
             continue  # the standby died before any request: fork another
         exit_code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4), "nonce": note["nonce"]})
-        if note.get("test") is not None and note["test"] not in tests:
-            remember_test(env, tests, note["test"])
+        send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4), "nonce": note["nonce"], "retire": retire})
+        if retire:
+            return
+        if note.get("test") is not None:
+            remember_test(env, tests, str(note["test"]), str(note.get("support", "")))
 
 
 def connect(path: str) -> int:

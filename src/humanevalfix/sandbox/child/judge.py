@@ -1,0 +1,191 @@
+"""The judge's process: it runs only the dataset's code, and only it reports the verdict.
+
+The prelude, the task's trusted helpers (`support`: the dataset's own code around the entry
+point) and the test run here. Every name the test takes from the candidate (the entry point,
+or any other of its functions the test calls) is a stub that sends the arguments to the
+candidate's process (candidate.py) and receives the result as plain data (plaindata.py). The
+candidate's code never runs in this process, so nothing it does (trace hooks, patched modules,
+`gc` walks, frames, ctypes) can touch the assertions, the recorder or the result pipe.
+
+Anything wrong on the candidate's side is a failure, never a pass: a value that is not plain
+data, a process that died or hung up, bytes that are not a frame, no answer by the deadline.
+Such a fault is remembered (`Channel.fault`) so that a test that swallows exceptions still fails.
+
+Standard library only: runs inside the sandboxed child, loaded by file path (see runner.py).
+"""
+
+from __future__ import annotations
+
+import builtins
+import socket
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+
+class CandidateFault(BaseException):
+    """The candidate broke the protocol or ran out of time: the run fails whatever the test does.
+    A BaseException, so that `except Exception:` in a test does not swallow it."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a re-raised exception came from: the candidate's class name, message and line."""
+
+    type: str
+    text: str
+    line: int | None
+
+
+class Channel:
+    """The judge's end of the candidate's socket, with the run's deadline."""
+
+    def __init__(self, sock: socket.socket, plain: ModuleType, deadline: float, timeout_s: float) -> None:
+        self.sock = sock
+        self.plain = plain
+        self.deadline = deadline
+        self.timeout_s = timeout_s
+        self.fault: str | None = None  # why the candidate's answers cannot be used
+        self.timed_out = False
+        self._busy = False  # a request sent whose answer was not read (an interrupted call)
+
+    def _fail(self, why: str, timed_out: bool = False) -> CandidateFault:
+        if self.fault is None:
+            self.fault, self.timed_out = why, timed_out
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        return CandidateFault(self.fault)
+
+    def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        """Send one message and wait for the answer, until the run's deadline at most."""
+        if self.fault is not None:
+            raise CandidateFault(self.fault)
+        if self._busy:
+            raise self._fail(f"the code did not answer a call within {self.timeout_s:g}s", timed_out=True)
+        plain = self.plain
+        try:
+            plain.send(self.sock, message, fds)
+        except plain.NotPlain as exc:
+            raise self._fail(f"the test's arguments cannot be sent: {exc}") from None
+        except OSError:
+            raise self._fail("the code's process ended before the tests finished") from None
+        self._busy = True
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._fail(f"timed out after {self.timeout_s:g}s (an infinite loop?)", timed_out=True)
+        self.sock.settimeout(remaining)
+        try:
+            answer, _ = plain.receive(self.sock)
+        except (TimeoutError, socket.timeout):
+            raise self._fail(f"timed out after {self.timeout_s:g}s (an infinite loop?)", timed_out=True) from None
+        except (EOFError, OSError):
+            raise self._fail("the code's process ended before the tests finished") from None
+        except plain.ProtocolError as exc:
+            raise self._fail(f"the code's process sent {exc}") from None
+        self._busy = False
+        return answer
+
+    def load(self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None) -> dict[str, Any] | str:
+        """Run the candidate's module code over there: {name: "call" | value} it defines, or the
+        failure message."""
+        answer = self.ask(
+            {"op": "load", "code": code, "names": names, "workdir": workdir, "limits": limits},
+            [out_fd] if out_fd is not None else None,
+        )
+        if answer.get("ok") is not True:
+            message = answer.get("message")
+            return message if isinstance(message, str) else "the code could not be loaded"
+        defined = answer.get("defined")
+        if type(defined) is not dict:
+            raise self._fail("the code's process sent a malformed answer")
+        out: dict[str, Any] = {}
+        for name, what in defined.items():
+            if name not in names:
+                continue
+            if what == "call":
+                out[name] = self.stub(name)
+            elif type(what) is list and len(what) == 2 and what[0] == "v":
+                out[name] = self._value(what[1])
+        return out
+
+    def _value(self, tree: Any) -> Any:
+        try:
+            return self.plain.from_tree(tree)
+        except self.plain.ProtocolError as exc:
+            raise self._fail(f"the code's process sent {exc}") from None
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        plain = self.plain
+        try:
+            request = {"op": "call", "name": name, "args": plain.to_tree(args), "kwargs": plain.to_tree(kwargs)}
+        except plain.NotPlain as exc:
+            # The test passed something that cannot cross (a function, an object): a test the
+            # split cannot run, which is the harness's problem, not the candidate's.
+            raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
+        answer = self.ask(request)
+        if "value" in answer:
+            return self._value(answer["value"])
+        if "raised" in answer and type(answer["raised"]) is dict:
+            raise self._exception(answer["raised"])
+        why = answer.get("not_plain")
+        raise self._fail(f"`{name}` {why if isinstance(why, str) else 'sent a malformed answer'}: only plain data reaches the judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)")
+
+    def _exception(self, raised: dict[str, Any]) -> BaseException:
+        """The candidate's exception, raised again here as the builtin class it derives from."""
+        type_name = _text(raised.get("type"), "Exception", 100)
+        text = _text(raised.get("text"), "", 500)
+        line = raised.get("line") if type(raised.get("line")) is int else None
+        if isinstance(raised.get("refused"), str):
+            return self._fail(_text(raised["refused"], "not allowed", 300))
+        if raised.get("not_allowed") is True:
+            return self._fail(text)
+        base = getattr(builtins, _text(raised.get("base"), "Exception", 100), None)
+        if base is SystemExit:
+            return self._fail(f"the code called exit({text!r}) before the tests finished")
+        if not (isinstance(base, type) and issubclass(base, Exception)):
+            return self._fail(f"the code raised {type_name}: {text}")
+        args: Any = None
+        if raised.get("args") is not None:
+            try:
+                args = self.plain.from_tree(raised["args"])
+            except self.plain.ProtocolError:
+                args = None
+        exc = _build(base, args if type(args) is tuple else (text,), text)
+        exc.__dict__["_hefix_origin"] = Origin(type_name, text, line)
+        return exc
+
+    def stub(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _build(cls: type, args: tuple[Any, ...], text: str) -> BaseException:
+    for attempt in (args, (text,)):
+        try:
+            return cls(*attempt)
+        except Exception:
+            continue
+    return Exception(text)
+
+
+def _text(value: Any, default: str, cap: int) -> str:
+    text = value if isinstance(value, str) else default
+    return text if len(text) <= cap else text[: cap - 3] + "..."
+
+
+def origin_of(exc: BaseException) -> Origin | None:
+    """The candidate's side of an exception the judge raised again, if it is one."""
+    found = getattr(exc, "__dict__", {}).get("_hefix_origin")
+    return found if isinstance(found, Origin) else None

@@ -1,0 +1,222 @@
+"""Plain data across the judge/candidate boundary, and nothing else.
+
+The judge (the dataset's test) and the candidate (the model's code) run in two processes and
+talk over one socket. Every argument and every result crosses it through this codec: None, bool,
+int, float, complex, str, bytes, list, tuple, dict, set, frozenset, range, and iterators (sent
+as their items, received as a fresh iterator), nested, bounded in size and depth. Types are
+checked exactly (`type(v) is int`), so a subclass with its own `__eq__` does not cross; numpy
+scalars cross as the Python value they hold. Decoding builds only those types from JSON: nothing
+the candidate sends is executed, unpickled, or trusted for its comparisons.
+
+A frame is a length (8 bytes, network order) and that many bytes of JSON, optionally with file
+descriptors (the judge hands the candidate its stdout). A frame over MAX_FRAME, or JSON that is
+not the shape below, is a protocol error: the judge fails the run; it never guesses.
+
+Standard library only: runs inside the sandboxed child, loaded by file path (see runner.py).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+HEADER = struct.Struct("!Q")
+MAX_FRAME = 32 << 20  # one message either way: a result, or the candidate's code
+MAX_DEPTH = 100  # nesting of containers
+MAX_ITEMS = 2_000_000  # scalars and containers in one value
+SMALL_INT = 1 << 53  # beyond this an int travels as hex text (no digit limit, no float confusion)
+_ITERATORS = frozenset(
+    "generator list_iterator tuple_iterator range_iterator longrange_iterator str_ascii_iterator str_iterator "
+    "set_iterator dict_keyiterator dict_valueiterator dict_itemiterator list_reverseiterator reversed map filter "
+    "zip enumerate bytes_iterator".split()
+)
+
+
+class NotPlain(Exception):
+    """A value that may not cross: its type, or why (too big, too deep)."""
+
+
+class ProtocolError(Exception):
+    """Bytes from the other side that are not a well-formed frame of plain data."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Values <-> JSON trees
+
+
+def to_tree(value: Any) -> Any:
+    """`value` as a JSON-able tree; raises NotPlain naming the first type that may not cross."""
+    budget = [MAX_ITEMS]
+    return _to(value, 0, budget)
+
+
+def _to(v: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise NotPlain(f"more than {MAX_ITEMS:,} values")
+    if depth > MAX_DEPTH:
+        raise NotPlain(f"nested deeper than {MAX_DEPTH} levels")
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return v if -SMALL_INT < v < SMALL_INT else ["i", format(v, "x")]
+    if t is float:
+        return ["f", v.hex()] if v != v or v in (float("inf"), float("-inf")) else v
+    if t is list:
+        return ["l", *(_to(x, depth + 1, budget) for x in v)]
+    if t is tuple:
+        return ["t", *(_to(x, depth + 1, budget) for x in v)]
+    if t is dict:
+        out: list[Any] = ["d"]
+        for k, x in v.items():
+            out.append(_to(k, depth + 1, budget))
+            out.append(_to(x, depth + 1, budget))
+        return out
+    if t is set or t is frozenset:
+        return ["S" if t is set else "F", *(_to(x, depth + 1, budget) for x in v)]
+    if t is bytes:
+        return ["b", v.hex()]
+    if t is complex:
+        return ["c", _to(v.real, depth + 1, budget), _to(v.imag, depth + 1, budget)]
+    if t is range:
+        return ["r", v.start, v.stop, v.step] if all(type(x) is int and -SMALL_INT < x < SMALL_INT for x in (v.start, v.stop, v.step)) else _to(list(v), depth, budget)
+    if t.__name__ in _ITERATORS and t.__module__ == "builtins":
+        return ["it", *(_to(x, depth + 1, budget) for x in _bounded(v))]
+    numpy_value = _numpy_scalar(v)
+    if numpy_value is not _NO:
+        return _to(numpy_value, depth, budget)
+    raise NotPlain(f"an object of type `{_type_name(t)}`")
+
+
+def _bounded(iterator: Any) -> list[Any]:
+    items = []
+    for x in iterator:
+        items.append(x)
+        if len(items) > MAX_ITEMS:
+            raise NotPlain(f"an iterator of more than {MAX_ITEMS:,} items")
+    return items
+
+
+_NO = object()
+
+
+def _numpy_scalar(v: Any) -> Any:
+    """A numpy scalar's Python value (np.int64(3) -> 3), else _NO. Arrays do not cross."""
+    t = type(v)
+    if t.__module__ != "numpy" or t.__name__ == "ndarray":
+        return _NO
+    try:
+        item = v.item()
+    except Exception:
+        return _NO
+    return item if type(item) in (bool, int, float, complex, str, bytes) else _NO
+
+
+def _type_name(t: type) -> str:
+    name = getattr(t, "__qualname__", None)
+    return name if isinstance(name, str) else "?"
+
+
+def from_tree(tree: Any) -> Any:
+    """The value a tree from the other side stands for; ProtocolError for anything else."""
+    budget = [MAX_ITEMS]
+    try:
+        return _from(tree, 0, budget)
+    except ProtocolError:
+        raise
+    except (TypeError, ValueError, OverflowError, RecursionError, IndexError) as exc:
+        raise ProtocolError(f"not plain data: {type(exc).__name__}") from None
+
+
+def _from(tree: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH + 2:
+        raise ProtocolError("a value too large or too deep")
+    t = type(tree)
+    if tree is None or t is bool or t is str or t is int or t is float:
+        return tree
+    if t is not list or not tree or type(tree[0]) is not str:
+        raise ProtocolError("a value that is not plain data")
+    tag, rest = tree[0], tree[1:]
+    items = (_from(x, depth + 1, budget) for x in rest)
+    if tag == "l":
+        return list(items)
+    if tag == "t":
+        return tuple(items)
+    if tag == "S":
+        return set(items)
+    if tag == "F":
+        return frozenset(items)
+    if tag == "it":
+        return iter(list(items))
+    if tag == "d":
+        values = list(items)
+        if len(values) % 2:
+            raise ProtocolError("a dict with an odd number of entries")
+        return dict(zip(values[0::2], values[1::2]))
+    if len(rest) == 1 and type(rest[0]) is str and len(rest[0]) <= MAX_FRAME:
+        if tag == "i":
+            return int(rest[0], 16)
+        if tag == "f":
+            return float.fromhex(rest[0])
+        if tag == "b":
+            return bytes.fromhex(rest[0])
+    if tag == "c" and len(rest) == 2:
+        real, imag = (_from(x, depth + 1, budget) for x in rest)
+        if type(real) is float and type(imag) is float:
+            return complex(real, imag)
+    if tag == "r" and len(rest) == 3 and all(type(x) is int for x in rest):
+        return range(*rest)
+    raise ProtocolError(f"an unknown tag {tag[:20]!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames
+
+
+def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    """One message; NotPlain when it is larger than a frame may be."""
+    data = json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+    if len(data) > MAX_FRAME:
+        raise NotPlain(f"more than {MAX_FRAME >> 20} MiB of data")
+    head = HEADER.pack(len(data))
+    if fds:
+        socket.send_fds(sock, [head], fds)
+        sock.sendall(data)
+    else:
+        sock.sendall(head + data)
+
+
+def receive(sock: socket.socket, with_fds: int = 0) -> tuple[dict[str, Any], list[int]]:
+    """One message (and up to `with_fds` descriptors). EOFError when the other side is gone;
+    ProtocolError for a frame that is too large or not a JSON object."""
+    if with_fds:
+        head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, with_fds)
+    else:
+        head, fds = sock.recv(HEADER.size), []
+    if not head:
+        raise EOFError
+    head += _exact(sock, HEADER.size - len(head))
+    (length,) = HEADER.unpack(head)
+    if length > MAX_FRAME:
+        raise ProtocolError(f"a message of {length:,} bytes (at most {MAX_FRAME:,})")
+    try:
+        message = json.loads(_exact(sock, length))
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"a message that is not JSON: {type(exc).__name__}") from None
+    if type(message) is not dict:
+        raise ProtocolError("a message that is not a JSON object")
+    return message, list(fds)
+
+
+def _exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError
+        buf.extend(chunk)
+    return bytes(buf)
