@@ -13,6 +13,7 @@ from typing import Callable
 from humanevalfix.agent._settings import AgentSettings
 from humanevalfix.agent.codecheck import CodeCheck, check_candidate, function_header
 from humanevalfix.evaluation.dataset import Task
+from humanevalfix.evaluation.support import support_code
 from humanevalfix.sandbox.executor import ExecResult
 
 FUNCTION, MODULE = "function", "module"
@@ -54,6 +55,8 @@ class RepairRequest:
     # The code's own run against `tests` when the caller has it (fix checks its tests first); else
     # the text protocol runs the code once to show the model how it fails.
     baseline: ExecResult | None = None
+    # Trusted code the judge runs before `tests` (the benchmark's helpers: evaluation/support.py).
+    support: str = ""
 
     def __post_init__(self) -> None:
         if self.rewrite is not None and self.target.function is None:
@@ -84,4 +87,5 @@ def request_for_task(task: Task, settings: AgentSettings) -> RepairRequest:
         tests=tests,
         description=task.docstring if settings.docstring else "",
         rewrite=Rewrite(task.docstring if described else "", header) if described or tests else None,
+        support=support_code(task),
     )

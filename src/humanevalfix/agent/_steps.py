@@ -175,7 +175,7 @@ class RepairRun:
     def run(self) -> str:
         attempt, check, result = self._current(), self.checked, self.result
         assert check is not None
-        run = self.executor.run(check.code, self.request.tests or "")
+        run = self.executor.run(check.code, self.request.tests or "", self.request.support)
         attempt.exec_s = run.duration_s
         if run.status == "error":
             result.error, result.error_kind, result.stop_reason = f"executor: {run.message}", "executor", "error"

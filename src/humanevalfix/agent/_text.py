@@ -109,7 +109,7 @@ def _show_failure(request: RepairRequest, executor: Executor, transcript: list[d
     check = request.check(request.code)
     if not check.ok:
         return
-    run = request.baseline or executor.run(check.code, request.tests or "")
+    run = request.baseline or executor.run(check.code, request.tests or "", request.support)
     if run.passed or run.status == "error":
         return
     failure = run.message if run.status == "failed" else f"{run.status}: {run.message}"

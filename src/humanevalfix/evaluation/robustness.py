@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.hardcoding import hardcoding
+from humanevalfix.evaluation.support import support_code
 from humanevalfix.sandbox.executor import Executor
 
 MAX_INPUTS = 50
@@ -310,7 +311,7 @@ def differential(code: str, task: Task, executor: Executor) -> tuple[bool | None
     inputs = extra_inputs(test_calls(task.test, task.entry_point), task.task_id)
     if not inputs:
         return True, 0, None
-    run = executor.run(code, harness(task, inputs))
+    run = executor.run(code, harness(task, inputs), support_code(task))
     if run.status == "error":
         return None, 0, f"executor: {run.message}"
     compared = _compared(run.output)

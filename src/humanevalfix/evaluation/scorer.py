@@ -1,7 +1,9 @@
 """The verdict that counts: a separate, final run of a candidate against the task's full `test`.
 
 It never reuses the agent's own tool results (those may have used other tests, or none),
-and it runs with the reference harness's prelude, like bigcode-evaluation-harness.
+and it runs with the reference harness's prelude, like bigcode-evaluation-harness. The test
+runs in the sandbox's judge process with the task's own helpers (evaluation/support.py); the
+candidate's functions are reached in a process of their own.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from humanevalfix.evaluation.dataset import Task
+from humanevalfix.evaluation.support import support_code
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
 
@@ -23,7 +26,7 @@ class Score:
 def score_code(code: str | None, task: Task, executor: Executor) -> ExecResult:
     if code is None:
         return ExecResult("failed", "no candidate code")
-    return executor.run(code, task.test)
+    return executor.run(code, task.test, support_code(task))
 
 
 def score(first_code: str | None, final_code: str | None, task: Task, executor: Executor) -> Score:

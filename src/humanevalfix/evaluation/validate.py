@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from humanevalfix.evaluation import dataset as ds
+from humanevalfix.evaluation.support import support_code
 from humanevalfix.errors import DatasetError
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.pool import ExecutorPool
@@ -140,7 +141,8 @@ def static_problems(task: ds.Task) -> list[str]:
 def run_problems(task: ds.Task, executor: Executor) -> list[str]:
     """Execution checks: the tests catch the bug, and accept the canonical solution."""
     problems: list[str] = []
-    buggy = executor.run(task.buggy_code, task.test)
+    support = support_code(task)
+    buggy = executor.run(task.buggy_code, task.test, support)
     if buggy.status == "error":
         problems.append(f"could not run the buggy code: {buggy.message}")
     elif buggy.passed:
@@ -148,7 +150,7 @@ def run_problems(task: ds.Task, executor: Executor) -> list[str]:
     if task.canonical_code is not None:
         runs = [("test", task.test)] + ([("example_test", task.example_test)] if task.example_test.strip() else [])
         for name, source in runs:
-            result = executor.run(task.canonical_code, source)
+            result = executor.run(task.canonical_code, source, support)
             if not result.passed:
                 first = result.message.splitlines()[0] if result.message else result.status
                 problems.append(f"the canonical solution fails `{name}` ({result.status}): {first}")

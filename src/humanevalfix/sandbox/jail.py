@@ -78,6 +78,7 @@ class Jail:
     level: str  # "bwrap" | "unshare" | "none" | "docker" (the container is started by sandbox/docker.py)
     python: str = sys.executable
     work_bytes: int = 64 << 20  # tmpfs size of the work dir and of /tmp under bwrap
+    shm_bytes: int = 16 << 20  # tmpfs size of /dev/shm under bwrap
     # What bwrap binds read-only of the interpreter (`python`'s own, asked of it when left empty).
     python_roots: tuple[str, ...] = ()
     # Host directories shown read-only at their own paths under bwrap (the other levels see the
@@ -256,6 +257,9 @@ def mount_args(jail: Jail) -> list[str]:
     mounts = _system_mounts() + [
         ("/proc", ["--proc", "/proc"]),
         ("/dev", ["--dev", "/dev"]),
+        # /dev itself is made read-only below (only the device nodes); its one writable place,
+        # POSIX shared memory, is a size-capped tmpfs of its own, wiped after every run.
+        ("/dev/shm", ["--size", str(jail.shm_bytes), "--tmpfs", "/dev/shm"]),
         (JAIL_WORK, ["--size", size, "--tmpfs", JAIL_WORK]),
         ("/tmp", ["--size", size, "--tmpfs", "/tmp"]),
     ]
@@ -280,7 +284,8 @@ def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
         args.append("--as-pid-1")
     # --remount-ro /: the jail's own root is a tmpfs bwrap made (for the mount points /hefix, /usr,
     # ...); writable, it would keep a candidate's files for the next run, outside every size cap.
-    return args + mount_args(jail) + ["--remount-ro", "/", "--chdir", JAIL_WORK]
+    # --remount-ro /dev: bwrap's /dev is a writable tmpfs with no size cap, kept from run to run.
+    return args + mount_args(jail) + ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", JAIL_WORK]
 
 
 def unshare_argv() -> list[str]:

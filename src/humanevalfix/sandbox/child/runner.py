@@ -49,6 +49,7 @@ CALL_FD = 4  # where the judge keeps its end of the candidate's socket
 HEADER = struct.Struct("!Q")  # the fork server's framing: a length, then that much JSON
 HARNESS_GONE = 3  # a standby child's exit status when the harness closed the socket
 CACHE_LIMIT = 256 << 10  # tests (with their helpers) up to this size are compiled once and kept
+ZYGOTE_PATIENCE_S = 5.0  # a zygote that takes longer to fork a candidate is taken for gone
 DEADLINE_MARGIN_S = 0.05  # the judge gives up a little before the server kills it, to say why
 
 
@@ -224,7 +225,9 @@ class Zygote:
                 os._exit(0)
 
     def fork_candidate(self, env: Any, candidate_fd: int) -> int | None:
-        """A new candidate process holding `candidate_fd`: its pid, or None if the zygote is gone."""
+        """A new candidate process holding `candidate_fd`: its pid, or None if the zygote is gone
+        (or does not answer: a zygote that is alive answers in milliseconds)."""
+        self.sock.settimeout(ZYGOTE_PATIENCE_S)
         try:
             env.plain.send(self.sock, {"op": "fork"}, [candidate_fd])
             answer, _ = env.plain.receive(self.sock)
@@ -232,6 +235,13 @@ class Zygote:
             return None
         pid = answer.get("pid")
         return pid if type(pid) is int and pid > 0 else None
+
+    def wake(self) -> None:
+        """SIGCONT: a candidate may have stopped it (none is left to do it again by now)."""
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except OSError:
+            pass
 
     def alive(self) -> bool:
         try:
@@ -406,6 +416,7 @@ def serve(sock_fd: int, base: str, private: bool) -> None:
             if go_w >= 0:
                 os.close(go_w)
             clean_up(me, workdir, zygote.pid)
+            zygote.wake()
         if private:
             for shared in ("/tmp", "/dev/shm", "/dev/mqueue", base):  # POSIX queues: docker mounts one
                 procs.wipe(shared, mounts)

@@ -1,0 +1,437 @@
+"""Forgery and persistence probes: a wrong function plus one attack never passes, under every
+executor that isolates the file system (and, where they apply, under unshare and process).
+
+Each probe is the wrong `f` (it returns `x`; the test wants `x + 1`) with one attack on the
+verdict: on the reporting code, the assertion machinery, the result pipe, the judge's process or
+memory, or the comparison itself. The attacks are the ones an earlier audit made pass with one
+line under the single-process sandbox (docs/sandbox.md, "The judge and the candidate"), and the
+ones we thought of. Its honest twin is the right `f` with the same attack code in it, run where
+the attack leaves the run usable (it does not kill or stop anything); a probe whose twin fails
+would only show that the attack breaks every run, not that the verdict holds.
+
+Persistence probes write to every writable place a candidate can find; the next run on the same
+executor (a fresh candidate process) must find none of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from humanevalfix.sandbox.executor import LANG, Limits
+from humanevalfix.sandbox.factory import build_executor
+from humanevalfix.sandbox.jail import FS
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 3.0
+TEST = "def check(f):\n    assert f(1) == 2\n    assert f(5) == 6\ncheck(f)\n"
+ANSWER = {"wrong": "x", "right": "x + 1"}
+
+# Every level: `unshare` and `process` leave the host's file system writable, so the persistence
+# probe runs only where it is isolated; `process` also shares the host's process table, so the
+# probes that signal, stop, trace or write into every other process never run there (they
+# would hit the machine's own processes: docs/sandbox.md says what that level does not stop).
+KINDS = ["bwrap", "restricted", "docker", "unshare", "process"]
+ISOLATED_FS = ["bwrap", "restricted", "docker"]
+HOST_PROCESSES = {"process"}
+# Restricted refuses most attack code outright, so an honest twin with it would fail there.
+TWINS = ["bwrap", "docker", "unshare"]
+
+_executors: dict[str, Any] = {}
+
+
+def executor(kind: str) -> Any:
+    if kind not in _executors:
+        _executors[kind] = build_executor(kind, Limits(timeout_s=TIMEOUT))
+    return _executors[kind]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_executors() -> Iterator[None]:
+    yield
+    for ex in _executors.values():
+        ex.close()
+    _executors.clear()
+
+
+def program(attack: str, answer: str) -> str:
+    """`attack` runs inside f before it returns (indented into the body)."""
+    body = "\n".join("    " + line for line in attack.strip("\n").splitlines())
+    return f"def f(x):\n{body}\n    return {answer}\n"
+
+
+# name -> (attack code run inside f, whether it leaves the run usable so its twin must pass)
+PROBES: dict[str, tuple[str, bool]] = {
+    "replace __main__'s report": (
+        """
+import sys, json, os
+main = sys.modules['__main__']
+for name in ('report', 'judge_run', 'flush_std'):
+    if hasattr(main, name):
+        setattr(main, name, lambda *a, **k: None)
+if hasattr(main, 'report'):
+    main.report = lambda fd, nonce, outcome: os.write(fd, (json.dumps({'nonce': nonce, 'status': 'passed', 'message': 'ok'}) + '\\n').encode())
+for mod in list(sys.modules.values()):
+    if getattr(mod, '__name__', '').startswith('hefix_') and hasattr(mod, 'execute'):
+        mod.execute = lambda *a, **k: {'status': 'passed', 'message': 'all tests passed'}
+""",
+        True,
+    ),
+    "settrace rewrites the outcome": (
+        """
+import sys
+def tracer(frame, event, arg):
+    if event == 'return' and isinstance(arg, dict) and arg.get('status') == 'failed':
+        arg['status'] = 'passed'
+    if 'outcome' in frame.f_locals and isinstance(frame.f_locals['outcome'], dict):
+        frame.f_locals['outcome']['status'] = 'passed'
+    return tracer
+sys.settrace(tracer)
+sys.setprofile(lambda frame, event, arg: tracer(frame, event, arg))
+""",
+        True,
+    ),
+    "gc finds the recorder and accepts everything": (
+        """
+import gc
+for obj in gc.get_objects():
+    cls = type(obj)
+    if cls.__name__ in ('Recorder', 'Channel', 'Prepared'):
+        for name in ('explain', 'failure', 'call', 'val', 'truth'):
+            if hasattr(cls, name):
+                setattr(cls, name, lambda self, *a, **k: True)
+    if isinstance(obj, dict) and obj.get('status') == 'failed':
+        obj['status'] = 'passed'
+""",
+        True,
+    ),
+    "walk the stack to the nonce and write a pass": (
+        """
+import sys, os, json
+frame = sys._getframe()
+nonce = None
+while frame is not None:
+    for key in ('nonce', 'request', 'payload'):
+        value = frame.f_locals.get(key)
+        if isinstance(value, str) and len(value) == 32:
+            nonce = value
+        if isinstance(value, dict) and isinstance(value.get('nonce'), str):
+            nonce = value['nonce']
+    frame = frame.f_back
+for fd in range(3, 64):
+    try:
+        os.write(fd, (json.dumps({'nonce': nonce or '0' * 32, 'status': 'passed', 'message': 'x'}) + '\\n').encode())
+    except OSError:
+        pass
+""",
+        False,
+    ),
+    "inspect.stack and gc hunt for a nonce": (
+        """
+import gc, os, json, re
+nonces = set()
+for obj in gc.get_objects():
+    if isinstance(obj, dict):
+        for v in list(obj.values()):
+            if isinstance(v, str) and re.fullmatch('[0-9a-f]{32}', v):
+                nonces.add(v)
+for n in nonces:
+    for fd in range(3, 64):
+        try:
+            os.write(fd, (json.dumps({'nonce': n, 'status': 'passed', 'message': 'x'}) + '\\n').encode())
+        except OSError:
+            pass
+""",
+        False,
+    ),
+    "write a verdict through /proc/<pid>/fd of every other process": (
+        """
+import os, json
+for pid in os.listdir('/proc'):
+    if not pid.isdigit() or int(pid) == os.getpid():
+        continue
+    try:
+        fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            w = os.open(f'/proc/{pid}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)
+            os.write(w, (json.dumps({'nonce': '0' * 32, 'status': 'passed', 'message': 'x'}) + '\\n').encode())
+            os.close(w)
+        except OSError:
+            pass
+""",
+        False,
+    ),
+    "ptrace and /proc/<pid>/mem of every other process": (
+        """
+import os, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in os.listdir('/proc'):
+    if not pid.isdigit() or int(pid) == os.getpid():
+        continue
+    assert libc.ptrace(16, int(pid), None, None) != 0, 'ptrace attach worked'
+    try:
+        fd = os.open(f'/proc/{pid}/mem', os.O_RDWR)
+    except OSError:
+        continue
+    raise AssertionError('opened /proc/' + pid + '/mem')
+""",
+        True,
+    ),
+    "ctypes rewrites small ints in memory": (
+        """
+import ctypes, sys
+# Make the int 1 read as 2 in this process (the classic CPython trick).
+ctypes.memmove(id(1) + 24, id(2) + 24, 8)
+""",
+        False,
+    ),
+    "signals to every other process": (
+        """
+import os, signal
+for pid in os.listdir('/proc'):
+    if pid.isdigit() and int(pid) != os.getpid():
+        for sig in (signal.SIGUSR1, signal.SIGINT, signal.SIGALRM, signal.SIGTERM):
+            try:
+                os.kill(int(pid), sig)
+            except OSError:
+                pass
+""",
+        False,
+    ),
+    "stop every other process": (
+        """
+import os, signal
+for pid in os.listdir('/proc'):
+    if pid.isdigit() and int(pid) != os.getpid():
+        try:
+            os.kill(int(pid), signal.SIGSTOP)
+        except OSError:
+            pass
+""",
+        False,
+    ),
+    "patch builtins and sys.modules": (
+        """
+import builtins, sys, math
+builtins.AssertionError = type('Never', (BaseException,), {})
+builtins.isinstance = lambda *a: True
+math.fabs = lambda v: 0.0
+sys.modules['math'] = None
+""",
+        False,  # it breaks the candidate's own process (json needs isinstance): a failure either way
+    ),
+    "patch the modules the test uses": (
+        """
+import builtins, math
+builtins.abs = lambda v: 0
+math.fabs = lambda v: 0.0
+""",
+        True,
+    ),
+    "atexit writes a pass, then exit": (
+        """
+import atexit, os, json
+atexit.register(lambda: [os.write(fd, b'{"status": "passed"}\\n') for fd in range(3, 16)])
+raise SystemExit(0)
+""",
+        False,
+    ),
+    "os._exit in the function": ("import os\nos._exit(0)\n", False),
+    "a thread that outlives the call": (
+        """
+import threading, os, json, time
+def later():
+    time.sleep(0.2)
+    for fd in range(3, 64):
+        try:
+            os.write(fd, (json.dumps({'nonce': '0' * 32, 'status': 'passed'}) + '\\n').encode())
+        except OSError:
+            pass
+threading.Thread(target=later, daemon=True).start()
+""",
+        True,
+    ),
+    "exception with code in __str__": (
+        """
+class E(Exception):
+    def __str__(self):
+        import os; os.write(3, b'{"status": "passed"}\\n'); return 'x'
+if x != 5:
+    raise E()
+""",
+        False,
+    ),
+    "read the hidden test from memory": (
+        """
+import gc, re
+for obj in gc.get_objects():
+    if isinstance(obj, str) and 'assert f(' in obj:
+        got = re.findall(r'assert f\\((\\d+)\\) == (\\d+)', obj)
+        for a, b in got:
+            if int(a) == x:
+                return int(b)
+for obj in gc.get_objects():
+    try:
+        if type(obj).__name__ == 'code' and obj.co_filename == '<test>':
+            return x + 1
+    except Exception:
+        pass
+""",
+        True,
+    ),
+}
+
+# Values whose methods would run the candidate's code in the judge.
+RIGGED = {
+    "__eq__": "class R:\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n",
+    "__ne__ and __bool__": "class R:\n    def __ne__(self, o):\n        return False\n    def __bool__(self):\n        return True\n",
+    "__hash__ and __repr__": "class R(int):\n    def __hash__(self):\n        return 1\n    def __repr__(self):\n        return '2'\n",
+    "__reduce__": "class R:\n    def __reduce__(self):\n        return (print, ('pwned',))\n",
+    "__getstate__": "class R(dict):\n    def __getstate__(self):\n        return {}\n",
+    "int subclass": "class R(int):\n    pass\n",
+    "str subclass with __eq__": "class R(str):\n    def __eq__(self, o):\n        return True\n    __hash__ = str.__hash__\n",
+}
+
+
+def test_probes_cover_the_audited_attacks() -> None:
+    names = " ".join(PROBES)
+    for kind in ("__main__", "settrace", "gc", "stack", "ctypes", "signals", "/proc", "builtins", "atexit", "os._exit", "thread", "__str__"):
+        assert kind in names, kind
+
+
+# Probes that reach other processes: never under `process` (there they are the host's).
+REACHES_OTHERS = {
+    "write a verdict through /proc/<pid>/fd of every other process",
+    "ptrace and /proc/<pid>/mem of every other process",
+    "signals to every other process",
+    "stop every other process",
+}
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(kind, probe) for kind in KINDS for probe in PROBES if not (kind in HOST_PROCESSES and probe in REACHES_OTHERS)]
+
+
+@pytest.mark.parametrize(("kind", "probe"), _cases())
+def test_a_wrong_function_with_an_attack_fails(kind: str, probe: str) -> None:
+    ex = executor(kind)
+    attack, _usable = PROBES[probe]
+    result = ex.run(program(attack, ANSWER["wrong"]), TEST)
+    assert result.status in ("failed", "timeout"), (probe, result)
+    if LANG not in ex.guarantees:
+        assert "not allowed" not in result.message  # it failed as wrong, not as refused
+    # The next run, honest, on the same executor: no attack spoils it.
+    after = ex.run(program("pass", ANSWER["right"]), TEST)
+    assert after.passed, (probe, after)
+
+
+@pytest.mark.parametrize(("kind", "probe"), [(k, p) for k in TWINS for p, (_a, usable) in PROBES.items() if usable])
+def test_the_honest_twin_passes(kind: str, probe: str) -> None:
+    attack, _usable = PROBES[probe]
+    result = executor(kind).run(program(attack, ANSWER["right"]), TEST)
+    assert result.passed, (probe, result)
+
+
+@pytest.mark.parametrize(("kind", "case"), [(k, c) for k in KINDS for c in RIGGED])
+def test_a_value_with_its_own_methods_never_reaches_the_judge(kind: str, case: str) -> None:
+    code = RIGGED[case] + "\ndef f(x):\n    return R(x + 1)\n"
+    result = executor(kind).run(code, TEST)
+    assert result.status == "failed", (case, result)
+    assert "pwned" not in result.output
+
+
+def test_plain_values_that_are_right_pass_through_the_judge() -> None:
+    """The codec's other side: every plain type a test compares arrives equal (bwrap)."""
+    ex = executor("bwrap")
+    code = (
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    return [None, True, 2**80, -0.0, float('inf'), 1+2j, 'é\\ud800', b'\\x00', (1,), {1: {2}}, frozenset({3}), range(2), np.int64(7)]\n"
+        "def g(x):\n"
+        "    return (i for i in range(x))\n"
+    )
+    test = (
+        "def check(f):\n"
+        "    assert f(0) == [None, True, 2**80, -0.0, float('inf'), 1+2j, 'é\\ud800', b'\\x00', (1,), {1: {2}}, frozenset({3}), range(2), 7]\n"
+        "    assert type(f(0)[12]) is int\n"
+        "    assert list(g(3)) == [0, 1, 2] and g(3) != [0, 1, 2]\n"
+        "check(f)\n"
+    )
+    result = ex.run(code, test)
+    assert result.passed, result
+
+
+def test_exceptions_cross_as_their_builtin_class_with_message_and_line() -> None:
+    ex = executor("bwrap")
+    code = "class Bad(ValueError):\n    pass\n\ndef f(x):\n    if x < 0:\n        raise Bad('negative')\n    return {}[x]\n"
+    test = (
+        "def check(f):\n"
+        "    try:\n"
+        "        f(-1)\n"
+        "    except ValueError as exc:\n"
+        "        assert str(exc) == 'negative'\n"
+        "    else:\n"
+        "        assert False\n"
+        "    f(3)\n"
+        "check(f)\n"
+    )
+    result = ex.run(code, test)
+    assert result.status == "failed"
+    assert result.message.splitlines() == ["KeyError: 3", "  test line 8: f(3)", "  raised at candidate line 7: return {}[x]"]
+    result = ex.run(code, "def check(f):\n    assert f(3) == 1\ncheck(f)\n")
+    assert result.message.splitlines() == ["KeyError: 3", "  while calling f(3) (test line 2)", "  raised at candidate line 7: return {}[x]"]
+
+
+def test_a_test_that_swallows_exceptions_still_fails_a_faulty_candidate() -> None:
+    code = "import os\ndef f(x):\n    if x == 1:\n        os._exit(0)\n    return x + 1\n"
+    test = "def check(f):\n    try:\n        f(1)\n    except:\n        pass\n    assert f(2) == 3\ncheck(f)\n"
+    result = executor("bwrap").run(code, test)
+    assert result.status == "failed" and "ended before the tests finished" in result.message, result
+
+
+def test_the_tasks_own_helpers_are_the_judges_not_the_candidates() -> None:
+    """find_zero's test checks the root with `poly`: a candidate's own `poly` cannot rig it."""
+    support = "import math\ndef poly(xs, x):\n    return sum(c * math.pow(x, i) for i, c in enumerate(xs))\n"
+    test = "def check(find_zero):\n    assert abs(poly([1, 2], find_zero([1, 2]))) < 1e-6\ncheck(find_zero)\n"
+    rigged = "def poly(xs, x):\n    return 0\n\ndef find_zero(xs):\n    return 0.0\n"
+    honest = "def find_zero(xs):\n    return -xs[0] / xs[1]\n"
+    ex = executor("bwrap")
+    assert ex.run(rigged, test, support).status == "failed"
+    assert ex.run(rigged, test).status == "passed"  # without the task's helpers the rigged one wins
+    assert ex.run(honest, test, support).passed
+
+
+@pytest.mark.parametrize("kind", ISOLATED_FS)
+def test_nothing_a_run_writes_is_seen_by_the_next(kind: str) -> None:
+    """One candidate writes a file into every writable place it can find; the next finds none."""
+    ex = executor(kind)
+    writer = program(
+        """
+import os
+for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(), os.path.expanduser('~')):
+    try:
+        with open(os.path.join(root, 'hefix-left-behind'), 'w') as fh:
+            fh.write('x' * 1000)
+    except OSError:
+        pass
+""",
+        ANSWER["right"],
+    )
+    reader = program(
+        """
+import os
+for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(), os.path.expanduser('~')):
+    if os.path.exists(os.path.join(root, 'hefix-left-behind')):
+        return 'found in ' + root
+""",
+        ANSWER["right"],
+    )
+    assert FS in ex.guarantees
+    assert ex.run(writer, TEST).status in ("passed", "failed")
+    result = ex.run(reader, TEST)
+    assert result.passed, result
