@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from humanevalfix.sandbox.child import assertions, honesty, rewriting
+from humanevalfix.sandbox.child import assertions, rewriting
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.sandbox.child.execution import MESSAGE_CAP
@@ -168,25 +168,38 @@ def test_a_passing_test_still_passes_after_rewriting(ex: Any) -> None:
     assert result.status == "passed", result.message
 
 
-def test_rigged_equality_gets_a_message_saying_why(ex: Any) -> None:
+def test_a_value_with_its_own_methods_gets_a_message_saying_why(ex: Any) -> None:
     code = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef f(x):\n    return Always()\n"
     result = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
     assert result.status == "failed"
-    assert "cannot be compared honestly" in result.message
-    assert "`f(1)` is an instance of `Always`, a class defined by the code under test with its own __eq__" in result.message
+    assert result.message.startswith("`f` returned an object of type `Always`: only plain data reaches the judge"), result.message
 
 
-def test_builtin_subclass_with_its_own_eq_is_named_as_such(ex: Any) -> None:
+def test_builtin_subclass_is_named_as_such(ex: Any) -> None:
     code = "class Num(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\ndef f(x):\n    return Num(7)\n"
     result = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
-    assert "a subclass of a builtin type defined by the code under test" in result.message
+    assert "returned an object of type `Num`" in result.message
 
 
-def test_tampering_with_a_module_the_tests_use_is_reported(ex: Any) -> None:
+def test_tampering_with_a_module_the_tests_use_changes_nothing_for_the_test(ex: Any) -> None:
+    """The candidate's `math` is its own process's: the test's `math.fabs` is the judge's."""
     code = "import math\nmath.fabs = lambda v: 0.0\n\ndef f(x):\n    return 7.0\n"
     result = ex.run(code, "import math\ndef check(f):\n    assert math.fabs(f(1) - 2.0) < 1e-6\ncheck(f)\n")
     assert result.status == "failed"
-    assert "the code replaced `math.fabs`" in result.message
+    assert "math.fabs(f(1) - 2.0) = 5.0" in result.message, result.message
+
+
+def test_standard_library_containers_cross_as_what_they_equal(ex: Any) -> None:
+    code = (
+        "from collections import Counter, defaultdict, OrderedDict, namedtuple\n"
+        "P = namedtuple('P', 'a b')\n"
+        "def f(x):\n"
+        "    d = defaultdict(int)\n"
+        "    d['a'] += x\n"
+        "    return [Counter(a=x), d, OrderedDict(a=x), P(x, x)]\n"
+    )
+    result = ex.run(code, "def check(f):\n    assert f(2) == [{'a': 2}, {'a': 2}, {'a': 2}, (2, 2)]\ncheck(f)\n")
+    assert result.passed, result.message
 
 
 def test_restricted_executor_says_what_is_not_allowed() -> None:
@@ -213,14 +226,11 @@ def test_restricted_executor_says_what_is_not_allowed() -> None:
 # The rewriting, in-process
 
 
-def run_inline(test: str, trust: honesty.Honesty | None = None, **names: Any) -> str | None:
-    """Run an instrumented test here; the assertion's message, or None when it passed.
-
-    `trust`: taken before the "candidate" (here: the caller) defined its classes.
-    """
+def run_inline(test: str, **names: Any) -> str | None:
+    """Run an instrumented test here; the assertion's message, or None when it passed."""
     code, infos = rewriting.rewrite(test)
     namespace = dict(names)
-    namespace[rewriting.HELPER] = assertions.Recorder(trust or honesty.Honesty(), infos)
+    namespace[rewriting.HELPER] = assertions.Recorder(infos)
     try:
         exec(code, namespace)
     except AssertionError as exc:
@@ -242,49 +252,3 @@ def test_every_assert_shape_of_the_dataset_is_explained() -> None:
         message = run_inline(f"def check(f):\n    {line}\ncheck(f)\n", f=f)
         assert message is not None and expected in message, (line, message)
         assert message.splitlines()[0] == line
-
-
-def test_values_the_candidate_controls_inside_containers_are_caught() -> None:
-    trust = honesty.Honesty()  # classes made after this are the candidate's
-
-    class Rigged:
-        def __eq__(self, other: object) -> bool:
-            return True
-
-    test = "def check(f):\n    assert f(1) == [2, {'k': (3,)}]\ncheck(f)\n"
-    message = run_inline(test, trust, f=lambda x: [2, {"k": (Rigged(),)}])
-    assert message is not None and "an instance of `Rigged`" in message
-    # A class that existed before the candidate ran (and kept its methods) is trusted.
-    assert run_inline(test, honesty.Honesty(), f=lambda x: [2, {"k": (Rigged(),)}]) is None
-
-
-def test_standard_library_values_are_trusted() -> None:
-    import collections
-    import fractions
-
-    assert run_inline("def check(f):\n    assert f(1) == {'a': 2}\ncheck(f)\n", f=lambda x: collections.Counter(a=2)) is None
-    assert run_inline("def check(f):\n    assert f(1) == 0.5\ncheck(f)\n", f=lambda x: fractions.Fraction(1, 2)) is None
-
-
-def test_tampering_fast_path_sees_a_replaced_attribute_and_skips_the_comparison_otherwise() -> None:
-    """The child compares version tags, not every value (see execution.dict_version_reader)."""
-    import math
-
-    from humanevalfix.sandbox.child import execution, runner
-
-    env = runner.prepare("python")
-    supported = sys.implementation.name == "cpython" and sys.version_info[:2] in ((3, 11), (3, 12), (3, 13))
-    assert (env.version_of is not None) == supported  # elsewhere every run takes the full comparison
-    version_of = env.version_of or (lambda d: 0)
-    versions = [(d, version_of(d)) for d in execution.guarded_dicts()]
-    assert execution.tampering(env, versions) is None
-    original = math.fabs
-    try:
-        math.fabs = abs  # type: ignore[assignment]
-        if supported:
-            assert any(version_of(d) != tag for d, tag in versions)
-        assert execution.tampering(env, versions if supported else None) == "`math.fabs`"
-    finally:
-        math.fabs = original
-    # Put back as it was: the tag moved, so the full comparison runs, and finds nothing replaced.
-    assert execution.tampering(env, versions) is None

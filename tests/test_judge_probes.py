@@ -34,7 +34,9 @@ ANSWER = {"wrong": "x", "right": "x + 1"}
 # probes that signal, stop, trace or write into every other process never run there (they
 # would hit the machine's own processes: docs/sandbox.md says what that level does not stop).
 KINDS = ["bwrap", "restricted", "docker", "unshare", "process"]
-ISOLATED_FS = ["bwrap", "restricted", "docker"]
+# (restricted runs in the bwrap jail, whose file system this covers; its language refuses the
+# probe's own `import os`.)
+ISOLATED_FS = ["bwrap", "docker"]
 HOST_PROCESSES = {"process"}
 # Restricted refuses most attack code outright, so an honest twin with it would fail there.
 TWINS = ["bwrap", "docker", "unshare"]

@@ -5,7 +5,8 @@ talk over one socket. Every argument and every result crosses it through this co
 int, float, complex, str, bytes, list, tuple, dict, set, frozenset, range, and iterators (sent
 as their items, received as a fresh iterator), nested, bounded in size and depth. Types are
 checked exactly (`type(v) is int`), so a subclass with its own `__eq__` does not cross; numpy
-scalars cross as the Python value they hold. Decoding builds only those types from JSON: nothing
+scalars cross as the Python value they hold, and Counter, defaultdict, OrderedDict and
+namedtuples as the dict or tuple they equal. Decoding builds only those types from JSON: nothing
 the candidate sends is executed, unpickled, or trusted for its comparisons.
 
 A frame is a length (8 bytes, network order) and that many bytes of JSON, optionally with file
@@ -32,6 +33,9 @@ _ITERATORS = frozenset(
     "set_iterator dict_keyiterator dict_valueiterator dict_itemiterator list_reverseiterator reversed map filter "
     "zip enumerate bytes_iterator".split()
 )
+
+
+_DICT_LIKE = frozenset(("Counter", "defaultdict", "OrderedDict"))
 
 
 class NotPlain(Exception):
@@ -88,6 +92,13 @@ def _to(v: Any, depth: int, budget: list[int]) -> Any:
     numpy_value = _numpy_scalar(v)
     if numpy_value is not _NO:
         return _to(numpy_value, depth, budget)
+    # The standard library's containers that equal their builtin base in the reference harness
+    # (Counter(a=2) == {'a': 2}, a namedtuple == a tuple) cross as that base: only their
+    # contents are read, through the base type's own methods, so no method of theirs runs.
+    if isinstance(v, dict) and t.__name__ in _DICT_LIKE:
+        return _to(dict(dict.items(v)), depth, budget)
+    if isinstance(v, tuple) and hasattr(t, "_fields"):
+        return _to(tuple(tuple.__iter__(v)), depth, budget)
     raise NotPlain(f"an object of type `{_type_name(t)}`")
 
 
