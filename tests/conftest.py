@@ -84,9 +84,9 @@ class CountingExecutor:
         self.inner = SubprocessExecutor(Limits(timeout_s=20.0))
         self.runs: list[str] = []
 
-    def run(self, code: str, test: str) -> ExecResult:
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
         self.runs.append(code)
-        return self.inner.run(code, test)
+        return self.inner.run(code, test, support)
 
     def close(self) -> None:
         self.inner.close()

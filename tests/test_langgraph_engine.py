@@ -126,7 +126,7 @@ def response(task: Task, turn: int, kind: str, code_kind: str) -> Response:
 
 
 class FailingExecutor(CountingExecutor):
-    def run(self, code: str, test: str) -> ExecResult:
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
         self.runs.append(code)
         return ExecResult("error", "scripted sandbox failure")
 
