@@ -437,3 +437,14 @@ for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(),
     assert ex.run(writer, TEST).status in ("passed", "failed")
     result = ex.run(reader, TEST)
     assert result.passed, result
+
+
+def test_a_huge_test_costs_its_own_run_not_the_next() -> None:
+    """The fork server compiles a test for later runs only up to CACHE_LIMIT: a 2 MB test is
+    compiled by its own run's judge, on its own clock, and the next run is as fast as ever."""
+    ex = executor("bwrap")
+    huge = "def check(f):\n    assert f(1) == 2\n" + "".join(f"v{i} = {i}\n" for i in range(150_000)) + "check(f)\n"
+    assert len(huge) > 2 << 20
+    ex.run(program("pass", ANSWER["right"]), huge)  # passes or times out: its own business
+    result = ex.run(program("pass", ANSWER["right"]), TEST)
+    assert result.passed and result.duration_s < 1.5, result

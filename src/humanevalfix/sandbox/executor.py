@@ -105,7 +105,8 @@ def child_env() -> dict[str, str]:
 
 
 def describe(jail: Jail, mode: str, warm: bool) -> str:
-    how = "warm fork server" if warm else "fresh interpreter per run"
+    # The split is part of how a verdict was reached, so every run's isolation line says it.
+    how = "judge and candidate in separate processes, " + ("warm fork server" if warm else "fresh interpreter per run")
     if mode == "restricted":
         return f"RestrictedPython (a language restriction, not an OS sandbox) inside {jail.description}; {how}"
     return f"{jail.description}; {how}"

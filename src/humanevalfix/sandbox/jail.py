@@ -66,9 +66,9 @@ GUARANTEES = {
 }
 
 DESCRIPTIONS = {
-    "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system, private tmpfs cwd and /tmp, uid 65534 without capabilities) + rlimits",
-    "unshare": "unshare (no network, own PID namespace and /proc; host file system) + rlimits, no capabilities",
-    "none": "rlimits only, no capabilities (host file system, network and process table)",
+    "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system and /dev, private size-capped tmpfs cwd, /tmp and /dev/shm, uid 65534 without capabilities) + rlimits",
+    "unshare": "unshare (no network, own PID namespace and /proc; host file system: a candidate can write the run's own output files) + rlimits, no capabilities",
+    "none": "rlimits only, no capabilities (host file system, network and process table: a candidate can write the run's own output files and signal the harness)",
     "docker": "docker container (no network, own PID namespace and /proc, read-only image as root file system, private tmpfs cwd and /tmp, uid 65534 without capabilities, no-new-privileges) + rlimits",
 }
 
