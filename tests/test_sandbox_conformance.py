@@ -36,6 +36,7 @@ import pytest
 
 from humanevalfix.config import sandbox_choice
 from humanevalfix.evaluation.dataset import load_file
+from humanevalfix.evaluation.support import support_code
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
@@ -111,15 +112,16 @@ def test_dataset_canonical_pass_and_buggy_fail(variant: str, dataset_path: Path)
     # The slowest canonical solution takes 0.7 s on a machine loaded 4x over its cores; three
     # buggy ones (Python/10, 156, 160) never end and cost the whole limit.
     executor = build_executor(kind, Limits(timeout_s=5.0), fresh=fresh)
-    jobs = [(t.task_id, "canonical", t.canonical_code or "", t.test, True) for t in tasks]
-    jobs += [(t.task_id, "buggy", t.buggy_code, t.test, False) for t in tasks]
+    # With the task's own helpers on the judge's side, as the scorer runs them.
+    jobs = [(t.task_id, "canonical", t.canonical_code or "", t.test, True, support_code(t)) for t in tasks]
+    jobs += [(t.task_id, "buggy", t.buggy_code, t.test, False, support_code(t)) for t in tasks]
     # Two at a time, as two workers would: the fresh-interpreter path through one (thread-safe)
     # executor, the warm path through two servers, so that the never-ending buggy programs'
     # time limits overlap.
     executors = [executor] if fresh else [executor, build_executor(kind, Limits(timeout_s=5.0))]
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(lambda i: executors[i % len(executors)].run(jobs[i][2], jobs[i][3]), range(len(jobs))))
+            results = list(pool.map(lambda i: executors[i % len(executors)].run(jobs[i][2], jobs[i][3], jobs[i][5]), range(len(jobs))))
     finally:
         for e in executors:
             e.close()
