@@ -38,7 +38,8 @@ CHILD_DIR = Path(__file__).resolve().parent / "child"
 # The files of it the jail shows: the runner and the helpers it loads by path (runner.load_helper).
 # fix_driver.py is not among them: `fix` sends its source as the test program.
 RUNNER_FILES = (
-    "runner.py", "procs.py", "execution.py", "judge.py", "candidate.py", "plaindata.py", "rewriting.py", "assertions.py", "restricted.py",
+    "runner.py", "server.py", "procs.py", "execution.py", "judge.py", "candidate.py", "plaindata.py", "rewriting.py",
+    "assertions.py", "restricted.py",
 )
 JAIL_SRC = "/hefix"  # where those files appear inside bwrap
 # The private tmpfs that is the candidate's cwd inside bwrap. Not /work: a user's project bound
