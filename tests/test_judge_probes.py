@@ -448,3 +448,24 @@ def test_a_huge_test_costs_its_own_run_not_the_next() -> None:
     ex.run(program("pass", ANSWER["right"]), huge)  # passes or times out: its own business
     result = ex.run(program("pass", ANSWER["right"]), TEST)
     assert result.passed and result.duration_s < 1.5, result
+
+
+def test_a_batch_of_calls_is_one_exchange_with_a_limit_per_call() -> None:
+    """`@hefix.batch` (what the pass@1+ check uses): values, exceptions and a call out of time,
+    for the candidate's stub and for a function of the test's own alike."""
+    code = "def f(x):\n    if x == 9:\n        while True:\n            pass\n    if x == 7:\n        raise ValueError('seven')\n    return [x, {x: str(x)}]\n"
+    test = (
+        "def check(f):\n"
+        "    batch = globals()['@hefix.batch']\n"
+        "    out = batch(f, [(i,) for i in range(12)], [0.3] * 12)\n"
+        "    assert out[3] == ('value', [3, {3: '3'}])\n"
+        "    assert out[7] == ('raised', 'ValueError: seven')\n"
+        "    assert out[9:] == [('timeout', None)] * 3\n"
+        "    own = batch(lambda x: 1 / x, [(1,), (0,)], [0.3, 0.3])\n"
+        "    assert own == [('value', 1.0), ('raised', 'ZeroDivisionError: division by zero')]\n"
+        "check(f)\n"
+    )
+    result = executor("bwrap").run(code, test)
+    assert result.passed, result
+    rigged = "class R(int):\n    pass\n\ndef f(x):\n    return R(x)\n"
+    assert executor("bwrap").run(rigged, test).status == "failed"

@@ -235,6 +235,7 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
         except BaseException as exc:
             return {"status": "error", "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}"}
     test_ns.update(defined)
+    test_ns[env.judge.BATCH] = channel.batch
     recorder = env.assertions.Recorder(compiled.infos)
     test_ns[env.rewriting.HELPER] = recorder
     try:

@@ -162,13 +162,56 @@ class Channel:
             return self.call(name, args, kwargs)
 
         call.__name__ = call.__qualname__ = name
+        call.__dict__[STUB_NAME] = name
         return call
+
+    def batch(self, func: Any, calls: list[tuple[Any, ...]], limits: list[float]) -> list[tuple[str, Any]]:
+        """`func` on each argument tuple, each call within its limit: ("value", v), ("raised",
+        "Type: message") or ("timeout", None) per call. One message each way for a stub (the
+        pass@1+ check's hundreds of inputs), a plain loop for a function of the test's own."""
+        name = getattr(func, "__dict__", {}).get(STUB_NAME)
+        if not isinstance(name, str):
+            return [_local(func, args) for args in calls]
+        plain = self.plain
+        try:
+            request = {"op": "batch", "name": name, "calls": [[plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)]}
+        except plain.NotPlain as exc:
+            raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
+        answer = self.ask(request)
+        results = answer.get("results")
+        if type(results) is not list or len(results) > len(calls):
+            raise self._fail("the code's process sent a malformed answer")
+        out: list[tuple[str, Any]] = []
+        for item in results:
+            if type(item) is list and len(item) == 2 and item[0] == "v":
+                out.append(("value", self._value(item[1])))
+            elif type(item) is list and len(item) == 2 and item[0] == "r" and isinstance(item[1], str):
+                out.append(("raised", _text(item[1], "Exception", 300)))
+            elif item == ["t"]:
+                out.append(("timeout", None))
+            else:
+                why = item[1] if type(item) is list and len(item) == 2 and isinstance(item[1], str) else "sent a malformed answer"
+                raise self._fail(f"`{name}` {why}: only plain data reaches the judge")
+        # A shorter answer: the candidate stopped at a call that ran out of time.
+        out += [("timeout", None)] * (len(calls) - len(out))
+        return out
 
     def close(self) -> None:
         try:
             self.sock.close()
         except OSError:
             pass
+
+
+STUB_NAME = "@hefix.stub"  # in a stub's __dict__: the candidate's name it calls
+BATCH = "@hefix.batch"  # the test's global for Channel.batch (not an identifier: no clash)
+
+
+def _local(func: Any, args: tuple[Any, ...]) -> tuple[str, Any]:
+    try:
+        return ("value", func(*args))
+    except Exception as exc:
+        return ("raised", f"{type(exc).__name__}: {str(exc)[:200]}")
 
 
 def _build(cls: type, args: tuple[Any, ...], text: str) -> BaseException:
