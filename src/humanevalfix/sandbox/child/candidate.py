@@ -229,6 +229,9 @@ def _safe_repr(value: Any) -> str:
 
 
 def _reply(sock: socket.socket, plain: ModuleType, message: dict[str, Any]) -> None:
+    # What the code printed goes out before its answer: once the judge has the last answer the
+    # run may end, and this process with it, before a buffer would be flushed at exit.
+    _flush()
     try:
         plain.send(sock, message)
     except plain.NotPlain as exc:
