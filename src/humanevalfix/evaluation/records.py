@@ -40,8 +40,9 @@ class TaskRecord:
     # near the test's (None: not checked); the first disagreement; branches that look fitted to the asserts
     plus: bool | None = None
     plus_first: bool | None = None
-    plus_inputs: int = 0
-    plus_example: str | None = None
+    plus_inputs: int = 0  # extra inputs tried: both solutions called (the canonical one answered)
+    plus_disagreements: int = 0  # of those, where the candidate's answer differs
+    plus_example: str | None = None  # the first: input, expected, got
     suspect_hardcoding: list[str] = field(default_factory=list)
     # What the model was not shown because the server's context was too small (agent._fit)
     context_trims: list[str] = field(default_factory=list)
