@@ -161,7 +161,7 @@ def starts_one_ends(n):
         return 18000
     return 2 * 9 * 10 ** (n - 3)
 """),
-    "Python/86": WrongFix("whitespace: runs of blanks collapsed", ("hello  world",), """
+    "Python/86": WrongFix("whitespace: a newline splits words too", ("hello\nworld",), """
 def anti_shuffle(s):
     return " ".join("".join(sorted(w)) for w in s.split())
 """),

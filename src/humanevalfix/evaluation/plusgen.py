@@ -26,6 +26,8 @@ import zlib
 from collections import defaultdict
 from typing import Any, Callable, Iterator
 
+from humanevalfix.evaluation.plusdomain import Domain, domain_of, params_of
+
 MAX_INPUTS = 240  # per task
 MAX_TEXT = 4_000  # characters of one input's repr
 _LARGE = (1000, 10**5)
@@ -300,7 +302,7 @@ def _round_trips(value: Any) -> str | None:
 
 
 def generate(seeds: list[Args], seed: str, numbers: list[int | float] = (), chars: str = "", limit: int = MAX_INPUTS,  # type: ignore[assignment]
-             exclude: list[Args] = ()) -> list[Args]:  # type: ignore[assignment]
+             exclude: list[Args] = (), domain: Domain | None = None) -> list[Args]:  # type: ignore[assignment]
     """Up to `limit` argument tuples: mutants of the seeds, by kind in turn so that every kind is tried.
 
     `exclude` (the test's own calls) are left out; the same inputs for the same arguments every time."""
@@ -311,7 +313,7 @@ def generate(seeds: list[Args], seed: str, numbers: list[int | float] = (), char
 
     def add(kind: str, args: Args) -> None:
         text = _round_trips(args)
-        if text is not None and text not in seen:
+        if text is not None and text not in seen and (domain is None or domain.admits(args)):
             seen.add(text)  # an input belongs to the first kind that made it
             groups[kind][text] = args
 
@@ -364,7 +366,7 @@ def _pick(groups: dict[str, dict[str, Args]], rng: random.Random, limit: int) ->
             if queues[kind] and len(chosen) < limit:
                 chosen.append(queues[kind].pop())
     costly = {text for k in groups if k.startswith(_COSTLY) for text in groups[k]}
-    return sorted(chosen, key=lambda a: repr(a) in costly)  # stable: the round robin's order otherwise
+    return sorted(chosen, key=lambda a: (repr(a) in costly, len(repr(a))))  # short inputs first: the first disagreement is the easiest to read
 
 
 def task_inputs(task: Any, limit: int = MAX_INPUTS) -> list[Args]:
@@ -375,6 +377,7 @@ def task_inputs(task: Any, limit: int = MAX_INPUTS) -> list[Args]:
     if not seeds and task.canonical_code:
         seeds = annotation_seeds(task.canonical_code, task.entry_point)
     numbers, chars = constants(task.canonical_code or "")
-    return generate(seeds, task.task_id, numbers, chars, limit, exclude=tested)
+    domain = domain_of(seeds, task.docstring or "", params_of(task.canonical_code or "", task.entry_point))
+    return generate(seeds, task.task_id, numbers, chars, limit, exclude=tested, domain=domain)
 
 

@@ -230,9 +230,14 @@ def check(candidate):
                 _first = (_text, _expected, _got)
     _signal.signal(_signal.SIGALRM, _old)
     print("__MARK__", _json.dumps({"compared": _compared, "dropped": _dropped, "disagreements": _differ}))
+    def _show(x):
+        try:
+            return repr(x)[:200]
+        except ValueError:  # an int past the digits limit of int -> str
+            return "<an int of more than 4300 digits>"
     if _first is not None:
-        _what = "has the test's property" if _prop else "gives " + repr(_first[1])[:200]
-        raise AssertionError("plus: on input " + _first[0][:200] + " the canonical solution " + _what + ", the candidate " + repr(_first[2])[:200]
+        _what = "has the test's property" if _prop else "gives " + _show(_first[1])
+        raise AssertionError("plus: on input " + _first[0][:200] + " the canonical solution " + _what + ", the candidate " + _show(_first[2])
                              + " (" + str(_differ) + " of " + str(_compared) + " inputs disagree)")
 
 check(__ENTRY_NAME__)
