@@ -232,3 +232,22 @@ def test_score_adds_pass_at_1_plus_to_a_finished_run(tmp_path: Path, dataset_pat
     assert all(t["plus"] is True for t in data["tasks"])
     assert data["config"]["protocol"] == "agent" and data["config"]["rescored"]["verdicts_changed"] == []
     assert "pass@1+" in proc.stderr
+
+
+def test_mutants_keep_what_the_docstring_states_and_every_seed_keeps() -> None:
+    from humanevalfix.evaluation.plusdomain import domain_of
+
+    doc = "Given a non-empty array of positive integers arr and an integer k.\nConstraints:\n    1 <= k <= len(arr)\n"
+    seeds = [([3, 1, 2], 2), ([5, 4], 1)]
+    made = plusgen.generate(seeds, "Demo/2", limit=10_000, domain=domain_of(seeds, doc, ["arr", "k"]))
+    assert made and all(arr and min(arr) > 0 and 1 <= k <= len(arr) for arr, k in made)
+    symbols = [("<<>>",), ("<>",)]
+    for (text,) in plusgen.generate(symbols, "Demo/3", limit=10_000, domain=domain_of(symbols, "brackets", ["s"])):
+        assert set(text) <= set("<>")
+    spaced = [("a b c",)]
+    for (text,) in plusgen.generate(spaced, "Demo/4", limit=10_000, domain=domain_of(spaced, "letters separated by spaces", ["s"])):
+        assert "  " not in text and text == text.strip(" ")
+    pairs = [([1, 2], [3, 4]), ([5], [6])]  # equal lengths in every seed: game and guess
+    assert all(len(a) == len(b) for a, b in plusgen.generate(pairs, "Demo/5", limit=10_000, domain=domain_of(pairs, "", ["a", "b"])))
+    free = plusgen.generate([(5,)], "Demo/6", limit=10_000, domain=domain_of([(5,)], "x is a power of n", ["n"]))
+    assert (-5,) in free and (0,) in free  # nothing said: negatives and zero are tried

@@ -10,11 +10,12 @@ from the canonical solution's annotations. Each argument of each seed is then mu
   changes, digits and punctuation inserted, characters dropped, doubled or swapped, and every run of
   digits (a field of a format: a day, a month) set to 0, its neighbours and the canonical constants;
 - list/tuple/dict/set: empty, single, a duplicate, sorted, reversed, negated, an element mutated,
-  elements dropped or added, nested containers mutated inside;
+  elements dropped or added, nested containers mutated inside, all the canonical constants at once;
 
 then two arguments at once, and mutants of mutants. Everything is seeded by the task id and bounded
-(MAX_INPUTS, MAX_TEXT): the same inputs every time. Which inputs are in the task's domain is decided
-in the sandbox, by the canonical solution: inputs it raises on or runs long on are dropped there.
+(MAX_INPUTS, MAX_TEXT): the same inputs every time. Mutants that leave what the docstring and the
+seeds say of every input are not made (evaluation/plusdomain.py); in the sandbox, inputs on which
+the canonical solution raises or runs long are dropped too (evaluation/robustness.py).
 """
 
 from __future__ import annotations

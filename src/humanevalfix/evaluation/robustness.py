@@ -6,7 +6,8 @@ that passed the full tests:
 
 - differential: the candidate and the dataset's canonical solution are called on extra inputs,
   made the way EvalPlus makes them (evaluation/plusgen.py: seeds from the test's calls and the
-  docstring's examples, type-aware mutation; at most plusgen.MAX_INPUTS, seeded by the task id),
+  docstring's examples, type-aware mutation kept inside what the docstring and the seeds say,
+  evaluation/plusdomain.py; at most plusgen.MAX_INPUTS, seeded by the task id),
   or taken from EvalPlus's own HumanEval+ file (evaluation/plusfile.py, `--plus-inputs`). All the
   inputs of one candidate run in one sandboxed process, each call under a timer. Inputs on which
   the canonical solution raises or runs long are outside the task's domain and dropped. Results
