@@ -4,6 +4,7 @@ canonical solutions themselves, and the right fixes, are not."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from humanevalfix.config import RunConfig
+from humanevalfix.evaluation import plusgen
 from humanevalfix.evaluation import robustness as rb
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.runner import run_eval
@@ -56,7 +58,8 @@ def test_the_committed_python_83_candidate_is_not_plus(all_tasks: dict[str, Task
     record = next(e["record"] for e in map(json.loads, lines) if e.get("type") == "task" and e["record"]["task_id"] == "Python/83")
     assert record["passed"] is True
     result = rb.check(record["final_code"], all_tasks["Python/83"], executor, passed=True)
-    assert result.plus is False and "(8,)" in (result.example or "")
+    assert result.plus is False and "the canonical solution gives 18" in (result.example or "")
+    assert 0 < result.disagreements <= result.inputs
     assert any("n == 3" in line for line in result.suspect_hardcoding)
 
 
@@ -78,23 +81,97 @@ def test_the_static_check_passes_every_canonical_solution(all_tasks: dict[str, T
     assert {tid: lines for tid, lines in flagged.items() if lines} == {}
 
 
-def test_extra_inputs_are_near_the_tests_and_repeatable() -> None:
+def test_seeds_come_from_the_test_and_the_docstring_in_any_style() -> None:
     calls = rb.test_calls("def check(f):\n    assert f([1, 2, 3], 2) == 1\n    assert f([4, 5, 6, 7], 4) == 0\n\ncheck(f)\n", "f")
     assert calls == [([1, 2, 3], 2), ([4, 5, 6, 7], 4)]
-    inputs = rb.extra_inputs(calls, "Demo/0")
-    assert inputs == rb.extra_inputs(calls, "Demo/0")  # seeded by the task id
-    assert 0 < len(inputs) <= rb.MAX_INPUTS and not set(map(repr, inputs)) & set(map(repr, calls))
-    for items, k in inputs:
-        assert isinstance(items, list) and isinstance(k, int)
-        assert items == sorted(items)  # every test list was sorted
-        assert all(x >= 1 for x in items) and k >= 1  # every test number was positive
-        assert k <= len(items)  # k never exceeded the list's length in the tests
+    doc = "Examples:\n>>> f([9, 8], 1)\n0\nf([1], 0) => 1\nf('a b',\n  3) == 2\nf(x) is not literal\n"
+    assert plusgen.docstring_calls(doc, "f") == [([9, 8], 1), ([1], 0), ("a b", 3)]
 
 
-def test_strings_keep_their_alphabet_and_spacing() -> None:
-    calls = [("a b c",), ("b a",)]
-    for (text,) in rb.extra_inputs(calls, "Demo/1"):
-        assert set(text) <= set("abc ") and "  " not in text and text == text.strip()
+def _kinds(seed: tuple, task_id: str = "Demo/0", numbers: list = (), chars: str = "") -> set:  # type: ignore[assignment]
+    return {repr(a) for a in plusgen.generate([seed], task_id, list(numbers), chars, limit=10_000)}
+
+
+def test_numbers_go_to_zero_negative_large_and_the_canonical_boundaries() -> None:
+    made = _kinds((5,), numbers=[12])
+    for value in (0, -5, -6, 4, 6, 1, 1000, 11, 12, 13):
+        assert repr((value,)) in made, value
+    floats = _kinds((2.5,))
+    assert {repr((0.0,)), repr((-2.5,)), repr((3.5,))} <= floats
+
+
+def test_strings_get_empty_whitespace_case_digits_punctuation_and_format_limits() -> None:
+    made = _kinds(("03-11-2000",), numbers=[1, 12, 31])
+    for text in ("", "0", "00-11-2000", "13-11-2000", "03-00-2000", "03-32-2000", "03/11/2000", " 03-11-2000 "):
+        assert repr((text,)) in made, text
+    words = _kinds(("ab cd",))
+    for text in ("ab  cd", "ab\tcd", "ab\ncd", "AB CD", "Ab Cd"):
+        assert repr((text,)) in words, text
+    assert any(any(c.isdigit() for c in eval(t)[0]) for t in words) and any(any(c in "!.,?" for c in eval(t)[0]) for t in words)
+
+
+def test_containers_get_empty_single_duplicates_orders_negatives_and_nested_edits() -> None:
+    made = _kinds(([3, 1, 2],))
+    for value in ([], [3], [3, 1, 2, 2], [1, 2, 3], [2, 1, 3], [-3, -1, -2]):
+        assert repr((value,)) in made, value
+    nested = _kinds(([[1, 2], [3]],))
+    assert repr(([[1, 2], [3], []],)) in nested and any(t.startswith("([[") and t != repr(([[1, 2], [3]],)) for t in nested)
+    assert repr(({},)) in _kinds(({"a": 1},)) and repr(({"A": 1},)) in _kinds(({"a": 1},))
+
+
+def test_two_arguments_are_mutated_together_and_the_inputs_are_bounded_and_repeatable(all_tasks: dict[str, Task]) -> None:
+    made = plusgen.generate([([1, 2, 3], 2)], "Demo/0", limit=10_000)
+    assert any(a[0] != [1, 2, 3] and a[1] != 2 for a in made)
+    task = all_tasks["Python/124"]
+    inputs = plusgen.task_inputs(task)
+    assert inputs == plusgen.task_inputs(task) and 100 < len(inputs) <= plusgen.MAX_INPUTS
+    assert not set(map(repr, inputs)) & set(map(repr, rb.test_calls(task.test, task.entry_point)))
+    assert len(set(map(repr, inputs))) == len(inputs)
+
+
+def test_a_task_with_no_literal_call_gets_seeds_from_its_annotations(all_tasks: dict[str, Task]) -> None:
+    task = all_tasks["Python/38"]  # decode_cyclic(s: str): the test encodes random strings
+    assert rb.test_calls(task.test, task.entry_point) == [] and plusgen.docstring_calls(task.docstring, task.entry_point) == []
+    assert all(isinstance(a[0], str) for a in plusgen.task_inputs(task)) and plusgen.task_inputs(task)
+
+
+def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Task], executor: Executor) -> None:
+    """find_zero's test asserts poly(xs, x) ~ 0: any root is right, so the check asks the same of each input."""
+    task = all_tasks["Python/32"]
+    prop = rb.test_property(task.test, task.entry_point)
+    assert prop is not None and prop.params == ("coeffs",) and prop.result == "solution" and "poly(coeffs, solution)" in prop.asserts[0]
+    assert all(rb.test_property(t.test, t.entry_point) is None for tid, t in all_tasks.items() if tid != "Python/32")
+    rightmost = (  # the largest root of the bracket, where the canonical solution finds the one bisection meets first
+        "import math\n\ndef poly(xs, x):\n    return sum(c * math.pow(x, i) for i, c in enumerate(xs))\n\n"
+        "def find_zero(xs):\n    lo, hi = -1.0, 1.0\n    while poly(xs, lo) * poly(xs, hi) > 0:\n        lo, hi = lo * 2, hi * 2\n"
+        "    step = (hi - lo) / 1000\n    right = hi\n    while poly(xs, right - step) * poly(xs, hi) > 0:\n        right -= step\n"
+        "    lo, hi = right - step, right\n    for _ in range(200):\n        mid = (lo + hi) / 2\n"
+        "        if poly(xs, mid) * poly(xs, lo) > 0:\n            lo = mid\n        else:\n            hi = mid\n    return lo\n"
+    )
+    assert executor.run(rightmost, task.test).passed
+    several_roots = [([-6, 11, -6, 1],), ([8, 2, -5, 1],), ([0, -1, 0, 1],), ([0, 4, 0, -1],), ([1, 2],)]
+    result = rb.check(rightmost, task, executor, passed=True, inputs=rb.Inputs(several_roots))
+    assert result.plus is True and result.inputs == len(several_roots)
+    value_test = dataclasses.replace(task, test="def check(f):\n    assert f([1, 2]) == -0.5\n\ncheck(find_zero)\n")
+    assert rb.check(rightmost, value_test, executor, passed=True, inputs=rb.Inputs(several_roots)).plus is False  # x^3 - x: 1, not -1
+    assert rb.check("def find_zero(xs):\n    return 0.5 if len(xs) > 2 else -xs[0] / xs[1]\n", task, executor, passed=True).plus is False
+
+
+def test_floats_compare_within_a_tolerance_and_ints_equal_floats(all_tasks: dict[str, Task], executor: Executor) -> None:
+    task = all_tasks["Python/4"]
+    close = "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-12\n"
+    assert rb.check(close, task, executor, passed=True).plus is True
+    task60 = all_tasks["Python/60"]  # sum_to_n as a float: 465.0 == 465, as the test's == says
+    as_float = "def sum_to_n(n: int):\n    return n * (n + 1) / 2\n"
+    assert rb.check(as_float, task60, executor, passed=True, inputs=rb.Inputs([(5,), (10,), (1000,)])).plus is True
+
+
+def test_an_evalplus_style_tolerance_is_applied(all_tasks: dict[str, Task], executor: Executor) -> None:
+    task = all_tasks["Python/4"]
+    off = "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-4\n"
+    inputs = [([1.0, 2.0, 6.0],), ([5.0, 1.5],)]
+    assert rb.check(off, task, executor, passed=True, inputs=rb.Inputs(inputs)).plus is False
+    assert rb.check(off, task, executor, passed=True, inputs=rb.Inputs(inputs, atol=1e-3)).plus is True
 
 
 def test_calls_that_are_not_literals_add_nothing() -> None:
@@ -155,3 +232,22 @@ def test_score_adds_pass_at_1_plus_to_a_finished_run(tmp_path: Path, dataset_pat
     assert all(t["plus"] is True for t in data["tasks"])
     assert data["config"]["protocol"] == "agent" and data["config"]["rescored"]["verdicts_changed"] == []
     assert "pass@1+" in proc.stderr
+
+
+def test_mutants_keep_what_the_docstring_states_and_every_seed_keeps() -> None:
+    from humanevalfix.evaluation.plusdomain import domain_of
+
+    doc = "Given a non-empty array of positive integers arr and an integer k.\nConstraints:\n    1 <= k <= len(arr)\n"
+    seeds = [([3, 1, 2], 2), ([5, 4], 1)]
+    made = plusgen.generate(seeds, "Demo/2", limit=10_000, domain=domain_of(seeds, doc, ["arr", "k"]))
+    assert made and all(arr and min(arr) > 0 and 1 <= k <= len(arr) for arr, k in made)
+    symbols = [("<<>>",), ("<>",)]
+    for (text,) in plusgen.generate(symbols, "Demo/3", limit=10_000, domain=domain_of(symbols, "brackets", ["s"])):
+        assert set(text) <= set("<>")
+    spaced = [("a b c",)]
+    for (text,) in plusgen.generate(spaced, "Demo/4", limit=10_000, domain=domain_of(spaced, "letters separated by spaces", ["s"])):
+        assert "  " not in text and text == text.strip(" ")
+    pairs = [([1, 2], [3, 4]), ([5], [6])]  # equal lengths in every seed: game and guess
+    assert all(len(a) == len(b) for a, b in plusgen.generate(pairs, "Demo/5", limit=10_000, domain=domain_of(pairs, "", ["a", "b"])))
+    free = plusgen.generate([(5,)], "Demo/6", limit=10_000, domain=domain_of([(5,)], "x is a power of n", ["n"]))
+    assert (-5,) in free and (0,) in free  # nothing said: negatives and zero are tried

@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_sandbox_options(p)
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
+    p.add_argument("--plus-inputs", type=Path, metavar="FILE", help="re-scoring a results file: pass@1+ on EvalPlus's HumanEval+ inputs (its released .jsonl or .jsonl.gz: task_id HumanEval/N, plus_input, atol); default: inputs generated from each task's test and docstring")
     p.add_argument("--out", type=Path, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
     p.add_argument("--verbose", "-v", action="store_true", help="a line per task")
 
@@ -30,10 +31,13 @@ def run(args: argparse.Namespace) -> int:
     from humanevalfix.evaluation.results import write_atomic
     from humanevalfix.sandbox.executor import Limits
 
+    from humanevalfix.errors import UserError
     from humanevalfix.jsonio import read_json
 
     if isinstance(read_json(args.generations, "generations or results file"), dict):
         return _rescore(args)
+    if args.plus_inputs is not None:
+        raise UserError("--plus-inputs: only when re-scoring a results file of this tool (a generations file has no pass@1+)")
     generations = read_generations(args.generations)
     data = ds.load(ds.resolve_path(args.dataset_path))
     kind, docker = sandbox_from_args(args)
@@ -64,11 +68,16 @@ def _rescore(args: argparse.Namespace) -> int:
     from humanevalfix.sandbox.executor import Limits
     from humanevalfix.sandbox.factory import build_executor
 
+    from humanevalfix.evaluation import plusfile
+
     console = Console(stderr=True)
+    plus = plusfile.load(args.plus_inputs) if args.plus_inputs is not None else None
+    if plus is not None:
+        console.print(f"pass@1+ inputs: {plus.path} (sha256 {plus.sha256[:12]}…), {len(plus.inputs)} task(s)", highlight=False)
     kind, docker = sandbox_from_args(args)
     executor = build_executor(kind, Limits(timeout_s=args.timeout), docker=docker)
     try:
-        done = rescore(args.generations, executor, args.dataset_path)
+        done = rescore(args.generations, executor, args.dataset_path, plus)
     finally:
         executor.close()
     from humanevalfix.evaluation.results import Summary

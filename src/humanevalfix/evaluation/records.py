@@ -36,12 +36,13 @@ class TaskRecord:
     error_kind: str | None = None  # auth | connection | timeout | executor | other: what a run may conclude from it
     sample: int = 0  # which of --samples n
     buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
-    # evaluation.robustness, for passing candidates: agrees with the canonical solution on inputs
-    # near the test's (None: not checked); the first disagreement; branches that look fitted to the asserts
+    # evaluation.robustness, for passing candidates: agrees with the canonical solution on extra
+    # inputs (None: not checked); the first disagreement; branches that look fitted to the asserts
     plus: bool | None = None
     plus_first: bool | None = None
-    plus_inputs: int = 0
-    plus_example: str | None = None
+    plus_inputs: int = 0  # extra inputs tried: both solutions called (the canonical one answered)
+    plus_disagreements: int = 0  # of those, where the candidate's answer differs
+    plus_example: str | None = None  # the first: input, expected, got
     suspect_hardcoding: list[str] = field(default_factory=list)
     # What the model was not shown because the server's context was too small (agent._fit)
     context_trims: list[str] = field(default_factory=list)

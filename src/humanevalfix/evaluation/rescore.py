@@ -18,6 +18,7 @@ from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.generations import dataset_for
+from humanevalfix.evaluation.plusfile import PlusFile, generated_source
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, results_document, summarize
 from humanevalfix.evaluation.scorer import score
@@ -30,7 +31,8 @@ class Rescored:
     changed: list[str]  # task ids whose verdict differs from the recorded one
 
 
-def rescore(path: Path, executor: Executor, dataset_path: str | None = None) -> Rescored:
+def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plus: PlusFile | None = None) -> Rescored:
+    """`plus`: EvalPlus's HumanEval+ inputs (its tasks); the generated inputs otherwise."""
     data = load_results(path)
     config = dict(data.get("config") or {})
     dataset = dataset_for(data, dataset_path)
@@ -42,6 +44,7 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None) -> 
         if task is None:
             raise UserError(f"{path}: task {record.task_id} is not in the dataset {dataset.source}")
         verdict = score(record.first_code, record.final_code, task, executor)
+        inputs = plus.inputs.get(task.task_id) if plus is not None else None
         if (verdict.passed, verdict.passed_first) != (record.passed, record.passed_first):
             changed.append(record.task_id)
         records.append(
@@ -50,12 +53,13 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None) -> 
                 passed=verdict.passed,
                 passed_first=verdict.passed_first,
                 score_message=verdict.message,
-                **robustness.record_fields(record.first_code, record.final_code, task, executor, verdict.passed_first, verdict.passed),
+                **robustness.record_fields(record.first_code, record.final_code, task, executor, verdict.passed_first, verdict.passed, inputs),
             )
         )
     wall = float((data.get("summary") or {}).get("wall_s") or 0.0)
     price = ((config.get("preset") or {}).get("price_per_1m")) or {}
     config["protocol"] = protocol_of(config)  # older runs: inferred from docstring and feedback
+    config["plus_source"] = plus.source() if plus is not None else generated_source()  # which inputs gave pass@1+
     config["rescored"] = {
         "project_version": __version__,
         "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -62,6 +62,18 @@ def diff_html(buggy: str | None, final: str | None) -> str:
     return f"<details open><summary>{changed} changed line(s), blank lines ignored</summary><pre class=\"diff\">{''.join(out)}</pre></details>"
 
 
+def plus_html(r: Any) -> str:
+    """The task's pass@1+ check: the extra inputs tried, the disagreements, and the first (input, expected, got)."""
+    if r.plus is None:
+        return '<span class="muted">not checked</span>' if r.passed else ""
+    tried = f"{r.plus_inputs} input(s)"
+    if r.plus:
+        return f'<span class="pass">yes</span> <span class="muted">{_esc(tried)}, 0 disagree</span>'
+    counted = f"{r.plus_disagreements} of {tried} disagree" if r.plus_disagreements else "disagrees"
+    example = f"<pre>{_esc(r.plus_example)}</pre>" if r.plus_example else ""
+    return f'<span class="fail">no</span> <span class="muted">{_esc(counted)}</span>{example}'
+
+
 def _kv_table(rows: Iterable[tuple[str, str]]) -> str:
     return '<table class="kv">' + "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in rows) + "</table>"
 
@@ -96,13 +108,14 @@ def run_html(run: Run, png: bytes) -> str:
             f'<td class="num">{"" if cost is None else money(cost)}</td>'
             f"<td>{_esc(r.bug_type)}</td>"
             f'<td class="err">{f"<pre>{_esc(err)}</pre>" if err else ""}</td>'
+            f"<td>{plus_html(r)}</td>"
             f"<td>{diff_html(run.buggy.get(r.task_id), r.final_code)}</td>"
             "</tr>"
         )
     head = (
         "<tr><th>#</th><th>task</th>" + ("<th>sample</th>" if multi else "")
         + "<th>status</th><th>first try</th><th>iterations</th><th>stop</th><th>tokens</th><th>cost</th>"
-        "<th>bug type</th><th>last error</th><th>final code vs buggy</th></tr>"
+        "<th>bug type</th><th>last error</th><th>pass@1+</th><th>final code vs buggy</th></tr>"
     )
     c = run.config
     meta = [

@@ -173,6 +173,9 @@ def summary_lines(run: Run) -> list[str]:
             f"pass@1+ first / after repair: {100 * float(s.get('pass_at_1_plus_first') or 0):.1f}% / {100 * float(s['pass_at_1_plus_final']):.1f}%"
             + (f" ({s.get('suspect_hardcoding')} suspect hard-coding)" if s.get("suspect_hardcoding") else "")
         )
+        source = c.get("plus_source") or {}
+        if source.get("inputs") == "evalplus-file":
+            lines.append(f"pass@1+ inputs: EvalPlus's file {Path(str(source.get('path'))).name} (sha256 {source.get('sha256')})")
     if int(s.get("samples") or 1) > 1:
         for name, key in (("first", "pass_at_k_first"), ("final", "pass_at_k_final")):
             values = s.get(key) or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -37,7 +38,7 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
     if summary.passed_plus is not None and summary.passed_first_plus is not None:
         # Beside pass@1, not instead: pass@1 is what published tables report.
-        table.add_row("pass@1+, first / after repair", f"{_pct(summary.passed_first_plus, summary.tasks)} / {_pct(summary.passed_plus, summary.tasks)} (passes that also agree with the canonical solution on nearby inputs)")
+        table.add_row("pass@1+, first / after repair", f"{_pct(summary.passed_first_plus, summary.tasks)} / {_pct(summary.passed_plus, summary.tasks)} (passes that also agree with the canonical solution on {_plus_source(config)})")
     if summary.suspect_hardcoding:
         table.add_row("suspect hard-coding", f"{summary.suspect_hardcoding} passing candidate(s) branch on test literals (see suspect_hardcoding per task)")
     if summary.samples > 1:
@@ -80,3 +81,11 @@ def print_summary(console: Console, summary: Summary, config: dict[str, Any], re
         console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")
         for line in lines:
             console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _plus_source(config: dict) -> str:
+    """Which extra inputs gave pass@1+ (config.plus_source, written by `score`; a run's own check: generated)."""
+    source = config.get("plus_source") or {}
+    if source.get("inputs") == "evalplus-file":
+        return f"EvalPlus's inputs, {Path(str(source.get('path'))).name} sha256 {str(source.get('sha256'))[:12]}…"
+    return "generated extra inputs"

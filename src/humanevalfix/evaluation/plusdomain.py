@@ -1,0 +1,147 @@
+"""The domain of a task's pass@1+ inputs: what the docstring and the seeds say every input has.
+
+evaluation/plusgen.py leaves out the mutants that break it. EvalPlus writes a contract per task by
+hand; this is the part a program can read: bounds the docstring states (`1 <= k <= len(arr)`,
+"positive", "non-negative", "non-empty", "length at least two", "space separated", "lowercase
+letters") where every seed keeps them, the alphabet of strings made only of symbols (brackets),
+and lengths that are equal, or a number within a length, in every seed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+Args = tuple[Any, ...]
+
+
+_NUMBER = r"(-?\d+(?:\^\d+)?|len\(\w+\))"
+
+
+@dataclass
+class Domain:
+    """What every input must keep (positions are argument indexes; numbers inside containers count)."""
+
+    low: dict[int, float] = field(default_factory=dict)  # numbers at a position (elements too) are >= this
+    above: dict[int, float] = field(default_factory=dict)  # ... or > this
+    high: dict[int, float] = field(default_factory=dict)
+    min_len: dict[int, int] = field(default_factory=dict)
+    within: list[tuple[int, int]] = field(default_factory=list)  # args[i] <= len(args[j])
+    same_len: list[tuple[int, int]] = field(default_factory=list)
+    alphabet: dict[int, str] = field(default_factory=dict)
+    no_upper: set[int] = field(default_factory=set)
+    single_spaces: set[int] = field(default_factory=set)
+
+    def admits(self, args: Args) -> bool:
+        for i, value in enumerate(args):
+            numbers = list(_numbers(value))
+            if i in self.low and any(x < self.low[i] for x in numbers):
+                return False
+            if i in self.above and any(x <= self.above[i] for x in numbers):
+                return False
+            if i in self.high and any(x > self.high[i] for x in numbers):
+                return False
+            if i in self.min_len and isinstance(value, (str, list, tuple)) and len(value) < self.min_len[i]:
+                return False
+            texts = list(_strings(value))
+            if i in self.alphabet and any(set(t) - set(self.alphabet[i]) for t in texts):
+                return False
+            if i in self.no_upper and any(t != t.lower() for t in texts):
+                return False
+            if i in self.single_spaces and any("  " in t or t != t.strip(" ") for t in texts):
+                return False
+        sized = {i: len(v) for i, v in enumerate(args) if isinstance(v, (str, list, tuple))}
+        if any(i in sized and j in sized and sized[i] != sized[j] for i, j in self.same_len):
+            return False
+        return all(not (isinstance(args[i], int) and j in sized) or args[i] <= sized[j] for i, j in self.within if i < len(args) and j < len(args))
+
+
+def _numbers(value: Any) -> Iterator[float]:
+    if type(value) in (int, float):
+        yield value
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _numbers(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers(item)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _bound(text: str) -> float:
+    base, _, power = text.partition("^")
+    return float(int(base) ** int(power)) if power else float(base)
+
+
+def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
+    d = Domain()
+    if not seeds:
+        return d
+    n = min(len(a) for a in seeds)
+    at = {i: [a[i] for a in seeds] for i in range(n)}
+    words = docstring.lower()
+    position = {name: i for i, name in enumerate(params) if i < n}
+    for i, values in at.items():
+        numbers = [x for v in values for x in _numbers(v)]
+        if numbers and re.search(r"(?<!non-)(?<!non)\bpositive\b", words) and min(numbers) > 0:
+            d.above[i] = 0
+        elif numbers and re.search(r"non-?negative|\bnatural\b", words) and min(numbers) >= 0:
+            d.low[i] = 0
+        sized = [len(v) for v in values if isinstance(v, (str, list, tuple))]
+        if sized and len(sized) == len(values):
+            if re.search(r"at least two|at least 2\b|length >= 2", words) and min(sized) >= 2:
+                d.min_len[i] = 2
+            elif re.search(r"non-?empty|not empty", words) and min(sized) >= 1:
+                d.min_len[i] = 1
+        texts = [t for v in values for t in _strings(v)]
+        if texts:
+            chars = set("".join(texts))
+            if chars and not any(c.isalnum() for c in chars):
+                d.alphabet[i] = "".join(sorted(chars))
+            if "lowercase" in words and all(t == t.lower() for t in texts):
+                d.no_upper.add(i)
+                if "lowercase letters" in words and all(c.islower() or c == " " for c in chars):
+                    d.alphabet[i] = "".join(sorted(chars | set("abcdefghijklmnopqrstuvwxyz ")))
+            if re.search(r"separated by (a )?(single )?spaces?\b|space[- ]separated", words) and not any("  " in t or t != t.strip(" ") for t in texts):
+                d.single_spaces.add(i)
+    for low, name, high in re.findall(rf"{_NUMBER}\s*<=?\s*(\w+(?:\(\w+\))?)\s*(?:<=?\s*{_NUMBER})?", docstring):
+        target = position.get(name)
+        if target is None or low.startswith("len"):
+            continue
+        if all(type(x) in (int, float) and x >= _bound(low) for x in (v[target] for v in seeds)):
+            d.low[target] = max(d.low.get(target, -float("inf")), _bound(low))
+        if high.startswith("len("):
+            j = position.get(high[4:-1])
+            if j is not None and (target, j) not in d.within:
+                d.within.append((target, j))
+        elif high and all(type(v[target]) in (int, float) and v[target] <= _bound(high) for v in seeds):
+            d.high[target] = _bound(high)
+    if len(seeds) >= 2:
+        for i in range(n):
+            for j in range(i + 1, n):
+                if all(isinstance(a[i], (list, tuple, str)) and isinstance(a[j], (list, tuple, str)) and len(a[i]) == len(a[j]) for a in seeds):
+                    d.same_len.append((i, j))
+            for j in range(n):
+                if all(type(a[i]) is int and isinstance(a[j], (list, tuple)) and a[i] <= len(a[j]) for a in seeds) and (i, j) not in d.within:
+                    d.within.append((i, j))
+    return d
+
+
+def params_of(canonical: str, entry_point: str) -> list[str]:
+    try:
+        tree = ast.parse(canonical)
+    except SyntaxError:
+        return []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
+            return [a.arg for a in node.args.args]
+    return []
