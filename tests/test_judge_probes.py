@@ -457,11 +457,12 @@ def test_a_batch_of_calls_is_one_exchange_with_a_limit_per_call() -> None:
     test = (
         "def check(f):\n"
         "    batch = globals()['@hefix.batch']\n"
-        "    out = batch(f, [(i,) for i in range(12)], [0.3] * 12)\n"
+        "    out = batch(f, [(i,) for i in range(12)], [0.3] * 12, 5.0)\n"
         "    assert out[3] == ('value', [3, {3: '3'}])\n"
         "    assert out[7] == ('raised', 'ValueError: seven')\n"
-        "    assert out[9:] == [('timeout', None)] * 3\n"
-        "    own = batch(lambda x: 1 / x, [(1,), (0,)], [0.3, 0.3])\n"
+        "    assert out[9:] == [('timeout', None), ('value', [10, {10: '10'}]), ('value', [11, {11: '11'}])]\n"
+        "    assert batch(f, [(9,), (1,), (2,)], [0.3] * 3, 0.1)[1:] == [('skipped', None)] * 2\n"
+        "    own = batch(lambda x: 1 / x, [(1,), (0,)], [0.3, 0.3], 5.0)\n"
         "    assert own == [('value', 1.0), ('raised', 'ZeroDivisionError: division by zero')]\n"
         "check(f)\n"
     )

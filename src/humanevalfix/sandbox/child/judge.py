@@ -165,16 +165,22 @@ class Channel:
         call.__dict__[STUB_NAME] = name
         return call
 
-    def batch(self, func: Any, calls: list[tuple[Any, ...]], limits: list[float]) -> list[tuple[str, Any]]:
-        """`func` on each argument tuple, each call within its limit: ("value", v), ("raised",
-        "Type: message") or ("timeout", None) per call. One message each way for a stub (the
-        pass@1+ check's hundreds of inputs), a plain loop for a function of the test's own."""
+    def batch(self, func: Any, calls: list[tuple[Any, ...]], limits: list[float], budget_s: float) -> list[tuple[str, Any]]:
+        """`func` on each argument tuple, each call within its limit and all within `budget_s`:
+        ("value", v), ("raised", "Type: message"), ("timeout", None) or, past the budget,
+        ("skipped", None) per call. One message each way for a stub (the pass@1+ check's
+        hundreds of inputs), a plain loop for a function of the test's own."""
         name = getattr(func, "__dict__", {}).get(STUB_NAME)
         if not isinstance(name, str):
-            return [_local(func, args) for args in calls]
+            return _local_batch(func, calls, budget_s)
         plain = self.plain
         try:
-            request = {"op": "batch", "name": name, "calls": [[plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)]}
+            request = {
+                "op": "batch",
+                "name": name,
+                "budget_s": float(budget_s),
+                "calls": [[plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)],
+            }
         except plain.NotPlain as exc:
             raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
         answer = self.ask(request)
@@ -192,8 +198,8 @@ class Channel:
             else:
                 why = item[1] if type(item) is list and len(item) == 2 and isinstance(item[1], str) else "sent a malformed answer"
                 raise self._fail(f"`{name}` {why}: only plain data reaches the judge")
-        # A shorter answer: the candidate stopped at a call that ran out of time.
-        out += [("timeout", None)] * (len(calls) - len(out))
+        # A shorter answer: the budget ran out before the rest.
+        out += [("skipped", None)] * (len(calls) - len(out))
         return out
 
     def close(self) -> None:
@@ -207,11 +213,19 @@ STUB_NAME = "@hefix.stub"  # in a stub's __dict__: the candidate's name it calls
 BATCH = "@hefix.batch"  # the test's global for Channel.batch (not an identifier: no clash)
 
 
-def _local(func: Any, args: tuple[Any, ...]) -> tuple[str, Any]:
-    try:
-        return ("value", func(*args))
-    except Exception as exc:
-        return ("raised", f"{type(exc).__name__}: {str(exc)[:200]}")
+def _local_batch(func: Any, calls: list[tuple[Any, ...]], budget_s: float) -> list[tuple[str, Any]]:
+    """A batch of a function of the test's own (no time limit per call: it is the dataset's)."""
+    end = time.monotonic() + budget_s
+    out: list[tuple[str, Any]] = []
+    for args in calls:
+        if time.monotonic() > end:
+            out.append(("skipped", None))
+            continue
+        try:
+            out.append(("value", func(*args)))
+        except Exception as exc:
+            out.append(("raised", f"{type(exc).__name__}: {str(exc)[:100]}"))
+    return out
 
 
 def _build(cls: type, args: tuple[Any, ...], text: str) -> BaseException:
