@@ -470,3 +470,13 @@ def test_a_batch_of_calls_is_one_exchange_with_a_limit_per_call() -> None:
     assert result.passed, result
     rigged = "class R(int):\n    pass\n\ndef f(x):\n    return R(x)\n"
     assert executor("bwrap").run(rigged, test).status == "failed"
+
+
+def test_facts_come_from_the_judge_and_the_candidate_cannot_write_them() -> None:
+    """`@hefix.fact` (the pass@1+ counts): reported beside the verdict, out of the candidate's
+    reach; a candidate that prints the old stdout marker changes nothing."""
+    code = "def f(x):\n    print('HEFIX-PLUS-INPUTS {\"compared\": 999, \"disagreements\": 0}')\n    return x + 1\n"
+    test = "def check(f):\n    assert f(1) == 2\n    globals()['@hefix.fact']('plus', {'compared': 3, 'disagreements': (1, 2)})\ncheck(f)\n"
+    result = executor("bwrap").run(code, test)
+    assert result.passed and result.facts == {"plus": {"compared": 3, "disagreements": (1, 2)}}, result
+    assert executor("bwrap").run(code, TEST).facts == {}

@@ -252,7 +252,11 @@ def check(candidate):
             if _first is None:
                 _first = (_text, _expected, _got)
     _signal.signal(_signal.SIGALRM, _old)
-    print("__MARK__", _json.dumps({"compared": _compared, "dropped": _dropped, "disagreements": _differ}))
+    _counts = {"compared": _compared, "dropped": _dropped, "disagreements": _differ}
+    if "@hefix.fact" in globals():  # the judge's channel, which the candidate cannot write
+        globals()["@hefix.fact"]("plus", _counts)
+    else:
+        print("__MARK__", _json.dumps(_counts))
     def _show(x):
         try:
             return repr(x)[:200]
@@ -303,7 +307,8 @@ def differential(code: str, task: Task, executor: Executor, inputs: Inputs | Non
     run = executor.run(code, harness(task, inputs), support_code(task))
     if run.status == "error":
         return Differential(None, example=f"executor: {run.message}")
-    counts = _counts(run.output)
+    reported = run.facts.get("plus")
+    counts = reported if isinstance(reported, dict) else _counts(run.output)
     compared, differ = counts.get("compared", 0), counts.get("disagreements", 0)
     if run.passed:
         return Differential(True, compared)

@@ -27,11 +27,12 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from humanevalfix.sandbox.cgroup import Cgroups, Group, detect, process_limit
 from humanevalfix.sandbox.jail import Jail
+from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.child.procs import kill_descendants
 
 OUTPUT_CAP = 4096
@@ -72,6 +73,9 @@ class ExecResult:
     duration_s: float = 0.0
     exit_code: int | None = None
     exec_s: float | None = None  # time the child spent running prelude names + candidate + test
+    # What the test program reported beside the verdict (the judge's `@hefix.fact`): plain data
+    # from the judge's side, which the candidate cannot write (unlike `output`).
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
     @property
@@ -252,7 +256,19 @@ def exec_result(sink: OutputSink, nonce: str, exit_code: int | None, duration: f
     if timed_out and status != "passed":
         status, message = "timeout", f"timed out after {timeout_s:g}s (an infinite loop?)"
     output = format_output(bytes(sink.out), sink.truncated)
-    return ExecResult(status, message, output, round(duration, 4), exit_code, exec_seconds(result, nonce))
+    return ExecResult(status, message, output, round(duration, 4), exit_code, exec_seconds(result, nonce), facts_of(result, nonce))
+
+
+def facts_of(result_bytes: bytes, nonce: str) -> dict[str, Any]:
+    """The facts the judge reported (as plaindata trees), as values; {} if none or malformed."""
+    data = report_line(result_bytes, nonce)
+    facts = data.get("facts") if data is not None else None
+    if not isinstance(facts, dict):
+        return {}
+    try:
+        return {str(k): plaindata.from_tree(v) for k, v in facts.items()}
+    except plaindata.ProtocolError:
+        return {}
 
 
 class JailedExecutor:

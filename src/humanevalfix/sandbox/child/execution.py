@@ -209,7 +209,7 @@ class Run:
     out_fd: int | None  # the candidate's stdout, handed over (fork server), or None (inherited)
 
 
-def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None = None) -> dict[str, Any]:
+def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None = None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """Prelude names + the task's helpers + the test, here; the candidate's names are stubs that
     call into its process through `channel` (a judge.Channel)."""
     if compiled is None:
@@ -236,6 +236,7 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
             return {"status": "error", "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}"}
     test_ns.update(defined)
     test_ns[env.judge.BATCH] = channel.batch
+    test_ns[env.judge.FACT] = env.judge.fact_recorder(facts if facts is not None else {}, env.plain)
     recorder = env.assertions.Recorder(compiled.infos)
     test_ns[env.rewriting.HELPER] = recorder
     try:
@@ -258,5 +259,6 @@ def _fault_verdict(channel: Any) -> dict[str, Any]:
 
 def timed_execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None) -> dict[str, Any]:
     start = time.perf_counter()
-    outcome = execute(env, channel, run, compiled)
-    return {**outcome, "exec_s": round(time.perf_counter() - start, 6)}
+    facts: dict[str, Any] = {}
+    outcome = execute(env, channel, run, compiled, facts)
+    return {**outcome, "exec_s": round(time.perf_counter() - start, 6), **({"facts": facts} if facts else {})}

@@ -17,6 +17,7 @@ Standard library only: runs inside the sandboxed child, loaded by file path (see
 from __future__ import annotations
 
 import builtins
+import json
 import socket
 import time
 from dataclasses import dataclass
@@ -211,6 +212,23 @@ class Channel:
 
 STUB_NAME = "@hefix.stub"  # in a stub's __dict__: the candidate's name it calls
 BATCH = "@hefix.batch"  # the test's global for Channel.batch (not an identifier: no clash)
+FACT = "@hefix.fact"  # the test's global for reporting a fact beside the verdict
+FACT_CAP, FACTS_MAX = 2048, 16  # bytes of one fact (as JSON), facts per run: the report stays small
+
+
+def fact_recorder(facts: dict[str, Any], plain: ModuleType) -> Callable[[str, Any], None]:
+    """What the test calls to report a fact beside the verdict (the pass@1+ check's counts):
+    the judge's own channel to the harness, which the candidate cannot reach, unlike stdout."""
+
+    def fact(key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError("a fact's key is a str")
+        tree = plain.to_tree(value)  # plain data only, and bounded
+        if len(json.dumps(tree)) > FACT_CAP or (key not in facts and len(facts) >= FACTS_MAX):
+            raise ValueError(f"facts are at most {FACTS_MAX}, of {FACT_CAP} bytes each")
+        facts[key] = tree
+
+    return fact
 
 
 def _local_batch(func: Any, calls: list[tuple[Any, ...]], budget_s: float) -> list[tuple[str, Any]]:
