@@ -18,6 +18,7 @@ from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
 from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
+from humanevalfix.safetext import shown
 
 HELP = "run the benchmark (the default command)"
 
@@ -149,10 +150,10 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"report: {path}")
     if outcome.problem:
         stopped = "run stopped: " if outcome.status == "aborted" else ""
-        console.print(f"[red]error:[/] {stopped}{outcome.problem}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/] {stopped}{shown(outcome.problem)}", highlight=False, soft_wrap=True)
     if outcome.status != "complete":
         again = resume_command(getattr(args, "prog", "humanevalfix"), getattr(args, "argv", []), outcome.stream_path)
-        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {again}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {shown(again)}", highlight=False, soft_wrap=True)
     if outcome.results_path.is_file():
         console.print(f"results: {outcome.results_path}")
         print(outcome.results_path)

@@ -10,6 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.errors import UserError
+from humanevalfix.redaction import redact_data
+
+
+def json_line(entry: dict[str, Any]) -> str:
+    """One stream line: keys redacted; written as UTF-8, or with \\u escapes when some text
+    (a lone surrogate from a model) has no UTF-8 form, so that no text can fail the write."""
+    entry = redact_data(entry)
+    line = json.dumps(entry, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(entry, ensure_ascii=True)
+    return line + "\n"
 
 
 @dataclass
@@ -69,12 +82,12 @@ class Stream:
     def start(self, config: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"type": "config", "config": config}) + "\n")
+            fh.write(json_line({"type": "config", "config": config}))
             fh.flush()
             os.fsync(fh.fileno())
 
     def append(self, record: TaskRecord) -> None:
-        line = json.dumps({"type": "task", "record": record.to_dict()}, ensure_ascii=False) + "\n"
+        line = json_line({"type": "task", "record": record.to_dict()})
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

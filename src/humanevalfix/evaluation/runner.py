@@ -35,6 +35,8 @@ from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.scorer import score
 from humanevalfix.evaluation.validate import refuse_bad_rows
+from humanevalfix.redaction import redact_data
+from humanevalfix.safetext import shown
 
 log = logging.getLogger(__name__)
 WORKER_PREFIX = "task"  # the worker threads' names (the CLI checks for stuck ones at exit)
@@ -167,7 +169,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
         stream_file = stream_path(out)
     tasks, skipped = refuse_bad_rows(data, tasks, config.skip_bad_rows)
     for line in skipped:
-        console.print(f"[yellow]skipped (--skip-bad-rows):[/] {line}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]skipped (--skip-bad-rows):[/] {shown(line)}", highlight=False, soft_wrap=True)
     if not tasks:
         raise UserError("no tasks selected (check --tasks and --limit)")
     # Before anything is spent: the outputs can be written.
@@ -275,7 +277,8 @@ def _execute(
             raise _Abort(f"cannot write {exc.filename or stream.path}: {exc.strerror or exc}") from None
         done[record.key] = record
         if config.debug:
-            console.print_json(json.dumps(result.messages, ensure_ascii=False))
+            # \u escapes for whatever cannot be printed as it is; keys redacted like every output.
+            console.print_json(json.dumps(redact_data(result.messages), ensure_ascii=True))
         return record
 
     total = len(tasks) * config.samples
@@ -361,5 +364,6 @@ def _wind_down(pending: set[Future[tuple[TaskRecord, AgentResult]]], keep: Any) 
 def _print_task(console: Console, record: TaskRecord) -> None:
     mark = "[green]PASS[/]" if record.passed else ("[red]ERROR[/]" if record.error else "[red]FAIL[/]")
     first = "first-try" if record.passed_first else ""
-    detail = record.error or ("" if record.passed else record.score_message.splitlines()[0][:100])
-    console.print(f"{mark} {record.task_id} iters={record.iterations} {first} {detail}")
+    detail = record.error or ("" if record.passed else (record.score_message.splitlines() or [""])[0][:100])
+    # Task ids, errors and a candidate's exception are data: `[/bold]` or ESC there is shown as it is.
+    console.print(f"{mark} {shown(record.task_id)} iters={record.iterations} {first} {shown(detail)}", highlight=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.keys import KeyPool, split_keys, split_urls
+from humanevalfix.models.keys import KeyPool, header_problem, shown_mask, split_keys, split_urls
 from humanevalfix.models.oracle import OracleModel
 from humanevalfix.models.presets import Preset
 
@@ -42,6 +42,13 @@ def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
                 f"(several keys may be given, separated by commas)"
             )
         keys = [PLACEHOLDER_KEY]
+    for index, key in enumerate(keys):
+        problem = header_problem(key)
+        if problem:
+            raise ConfigError(
+                f"{preset.key_env}: key #{index} ({shown_mask(key)}) contains {problem}, which cannot go in an "
+                f"HTTP header; check the value in .env or the environment"
+            )
     return KeyPool(keys, urls=split_urls(preset.base_url))
 
 
