@@ -23,6 +23,7 @@ from humanevalfix.config import RunConfig, default_out, public_config, results_p
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.health import EndpointHealth
+from humanevalfix.evaluation.runlock import run_lock
 from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions, with_lookup
@@ -152,21 +153,39 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
 
 
 def _run(config: RunConfig, console: Console) -> RunOutcome:
-    old_records: list[TaskRecord] = []
-    old_config: dict[str, Any] | None = None
     if config.resume:
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
         stream_file = config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
+        out = config.out or results_path_for_stream(stream_file)
+    else:
+        out = config.out or default_out(config.preset)
+        stream_file = stream_path(out)
+    if config.resume and not stream_file.exists():
+        raise UserError(f"--resume: file not found: {stream_file}")
+    if out.is_dir() or stream_file.is_dir():
+        outputs.check_file(out, "--out")  # the one-line error, before a lock file is made beside it
+    # Held from before the stream is read (a torn tail is cut) until the results file is written.
+    with run_lock(out, stream_file):
+        return _run_locked(config, console, out, stream_file)
+
+
+def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Path) -> RunOutcome:
+    old_records: list[TaskRecord] = []
+    old_config: dict[str, Any] | None = None
+    if config.resume:
         old_config, old_records = read_stream(stream_file)
         data = resume.dataset_for(config.dataset_path, old_config)
         tasks = resume.tasks_of(data, old_config, stream_file)
-        out = config.out or results_path_for_stream(stream_file)
+        listed = {t.task_id for t in tasks}
+        strays = [r.task_id for r in old_records if r.task_id not in listed]
+        if strays:
+            # Another run's records (two runs on one --out before the lock existed): never counted.
+            console.print(f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and are ignored: {shown(', '.join(strays[:5]))}", highlight=False, soft_wrap=True)
+            old_records = [r for r in old_records if r.task_id in listed]
     else:
         data = ds.load(config.dataset_path)
         tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
-        out = config.out or default_out(config.preset)
-        stream_file = stream_path(out)
     tasks, skipped = refuse_bad_rows(data, tasks, config.skip_bad_rows)
     for line in skipped:
         console.print(f"[yellow]skipped (--skip-bad-rows):[/] {shown(line)}", highlight=False, soft_wrap=True)
