@@ -123,3 +123,17 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         seed=parse_seed(args.seed) if args.seed is not None else ...,
         presets=presets,
     )
+
+
+def size_option(text: str) -> int:
+    """A size such as 256k, 1m or a plain number (characters of text), at least 1."""
+    from humanevalfix.config import parse_size
+    from humanevalfix.errors import ConfigError
+
+    try:
+        value = parse_size(text, "size")
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 256k or 1m, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value

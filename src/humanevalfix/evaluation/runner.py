@@ -175,7 +175,7 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
     old_config: dict[str, Any] | None = None
     if config.resume:
         old_config, old_records = read_stream(stream_file)
-        data = resume.dataset_for(config.dataset_path, old_config)
+        data = resume.dataset_for(config.dataset_path, old_config, config.max_field_chars)
         tasks = resume.tasks_of(data, old_config, stream_file)
         listed = {t.task_id for t in tasks}
         strays = [r.task_id for r in old_records if r.task_id not in listed]
@@ -184,7 +184,7 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
             console.print(f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and are ignored: {shown(', '.join(strays[:5]))}", highlight=False, soft_wrap=True)
             old_records = [r for r in old_records if r.task_id in listed]
     else:
-        data = ds.load(config.dataset_path)
+        data = ds.load(config.dataset_path, config.max_field_chars)
         tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
     tasks, skipped = refuse_bad_rows(data, tasks, config.skip_bad_rows)
     for line in skipped:
@@ -197,7 +197,9 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
         outputs.check_folder(config.traces, "--traces")
 
     limits = Limits(timeout_s=config.timeout_s)
-    retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
+    retry = RetryPolicy(
+        attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s, max_reply_chars=config.max_reply_chars
+    )
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
         with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
