@@ -213,3 +213,24 @@ def test_with_several_servers_the_stalled_one_cools_down_and_the_others_finish(
     data = results_of(tmp_path / "r.json")
     assert data["summary"]["passed"] == 3 and data["summary"]["errors"] == 0
     assert slow_calls == 1  # cooled down after its first stall
+
+
+# --- traces --------------------------------------------------------------------------------------
+
+
+def test_task_ids_that_sanitize_alike_get_their_own_trace_files(
+    tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., Any]
+) -> None:
+    from humanevalfix.evaluation.runner import run_eval
+    from humanevalfix.evaluation.traces import trace_name
+
+    assert len({trace_name("x/1", 0), trace_name("x_1", 0), trace_name("x_1__s1", 0), trace_name("x_1", 1)}) == 4
+    rows = [json.loads(line) for line in tiny_dataset.read_text().splitlines()]
+    rows[0]["task_id"], rows[1]["task_id"] = "x/1", "x_1"
+    dataset = tmp_path / "alike.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    traces = tmp_path / "traces"
+    with ScriptedServer(canonical_for(tiny_tasks)) as server:
+        run_eval(make_config(server, dataset, traces=traces))
+    inside = sorted(json.loads(p.read_text())["task_id"] for p in traces.glob("*.json"))
+    assert inside == ["Python/3", "x/1", "x_1"]

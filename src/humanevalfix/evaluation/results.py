@@ -41,6 +41,8 @@ class Summary:
     pass_at_1_plus_first: float | None = None
     pass_at_1_plus_final: float | None = None
     suspect_hardcoding: int = 0  # passing final candidates with a branch that looks fitted to the asserts
+    # API keys (or servers) dropped for the run: index, the key masked, server, the reason (redacted)
+    dropped_keys: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

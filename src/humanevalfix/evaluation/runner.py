@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -24,9 +23,11 @@ from humanevalfix.errors import UserError
 from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.runlock import run_lock
+from humanevalfix.evaluation.traces import write_trace
 from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions, with_lookup
+from humanevalfix.models.keys import KeyPool
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
@@ -103,27 +104,6 @@ def agent_fields(result: AgentResult) -> dict[str, Any]:
         attempts=result.attempts_dicts(),
         context_trims=list(result.context_trims),
     )
-
-
-def _safe_name(task_id: str, sample: int) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
-    return f"{name}__s{sample}.json" if sample else f"{name}.json"
-
-
-def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    trace = {
-        "task_id": record.task_id,
-        "sample": record.sample,
-        "passed": record.passed,
-        "passed_first": record.passed_first,
-        "stop_reason": record.stop_reason,
-        "tool_mode": record.tool_mode,
-        "error": record.error,
-        "attempts": record.attempts,
-        "messages": result.messages,
-    }
-    write_atomic(directory / _safe_name(record.task_id, record.sample), trace)
 
 
 def _progress(console: Console) -> Progress:
@@ -234,7 +214,7 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
             mode = ToolMode(preset.native_tools)
             outcome = _execute(
                 config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
-                resume.prior_wall(out, old_records),
+                resume.prior_wall(out, old_records), endpoint.pool,
             )
             if outcome.status in ("complete", "complete_with_errors"):
                 try:
@@ -271,6 +251,7 @@ def _execute(
     out: Path,
     preset: Any,
     prior_wall: float = 0.0,
+    keys: KeyPool | None = None,
 ) -> RunOutcome:
     done: dict[tuple[str, int], TaskRecord] = {r.key: r for r in old_records if not r.error}
     jobs = [(t, s) for t in tasks for s in range(config.samples) if (t.task_id, s) not in done]
@@ -360,6 +341,8 @@ def _execute(
     wall = time.monotonic() - started + prior_wall
     public = dict(public, tool_mode=mode.name, tool_mode_reason=mode.reason)
     summary = summarize(records, wall, preset.price_in, preset.price_out)
+    if keys is not None and keys.dropped():
+        summary = replace(summary, dropped_keys=keys.dropped())
     if len(records) == total:
         status = "complete_with_errors" if summary.errors else "complete"
     document = results_document(public, summary, records, status)

@@ -75,6 +75,7 @@ class KeyPool:
         self._clock = clock
         self._cool_until = [0.0] * len(slots)
         self._dropped = [False] * len(slots)
+        self._why: dict[int, str] = {}  # dropped slots: the reason, redacted
         self._next = 0
         self._cond = threading.Condition()
 
@@ -129,8 +130,17 @@ class KeyPool:
             if self._dropped[index]:
                 return
             self._dropped[index] = True
+            self._why[index] = self.redact(reason)
             self._cond.notify_all()
         log.warning("%s dropped for this run: %s", self.name(index), self.redact(reason))
+
+    def dropped(self) -> list[dict[str, str | int | None]]:
+        """The slots dropped so far, for the summary: the key masked, never the key."""
+        with self._cond:
+            return [
+                {"index": i, "key": mask(self._keys[i]), "server": self.server(i), "reason": why}
+                for i, why in sorted(self._why.items())
+            ]
 
     def server(self, index: int, always: bool = False) -> str | None:
         """The slot's server, when the pool spreads over several (then an error names it) or `always`."""

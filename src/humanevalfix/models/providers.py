@@ -30,6 +30,7 @@ class Endpoint:
     model: ChatModel
     preset: Preset  # as used (the embedded server fills in its base URL)
     keys: int  # how many keys the pool holds
+    pool: KeyPool | None = None  # the keys' pool, for the summary's dropped keys (None: no keys)
 
 
 def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
@@ -92,7 +93,7 @@ def open_endpoint(
         preset = _with_served_model(preset, pool)
     # base_url is per slot (lease.base_url) when --base-url lists several servers.
     model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=None, keys=pool, retry=retry)
-    yield Endpoint(model, preset, len(pool))
+    yield Endpoint(model, preset, len(pool), pool)
 
 
 def _with_served_model(preset: Preset, pool: KeyPool) -> Preset:

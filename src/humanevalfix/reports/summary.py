@@ -76,6 +76,9 @@ def print_summary(console: Console, summary: Summary, config: dict[str, Any], re
             f"[yellow]context:[/] {trimmed} task(s) shown less to fit the model's context (`context_trims` per task), "
             f"{overflowed} ended at the context limit (`stop_reason` context_exceeded)"
         )
+    for drop in summary.dropped_keys:
+        where = f" at {drop['server']}" if drop.get("server") else ""
+        console.print(f"[yellow]dropped:[/] API key #{drop['index']} ({safe(drop['key'])}){safe(where)}: {safe(drop['reason'])}", highlight=False, soft_wrap=True)
     lines = error_lines(records)
     if lines:
         console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")
