@@ -91,3 +91,23 @@ def test_an_oversized_reply_or_code_argument_is_too_large_and_never_stored_whole
         proc = run_cli(cli_args(server.base_url, tiny_dataset, tmp_path / "raised.json", "--max-reply-size", "1m", "--tasks", "Python/0"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert results_of(tmp_path / "raised.json")["tasks"][0]["attempts"][0]["outcome"] != "too_large"
+
+
+def test_each_candidate_is_stored_once_per_record_and_reads_back_whole(
+    tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config
+) -> None:
+    from humanevalfix.evaluation.records import read_stream
+    from humanevalfix.evaluation.runner import run_eval
+    from humanevalfix.reports.runs import load_run
+
+    padding = "\n# " + "z" * 100_000 + "\n"
+    by_entry = {t.entry_point: t for t in tiny_tasks.values()}
+    with ScriptedServer(lambda rec: tool_call((by_entry[entry_point_of(rec)].canonical_code or "") + padding)) as server:
+        outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/0",)))
+    for path in (outcome.results_path, outcome.stream_path):
+        assert 100_000 < path.stat().st_size < 150_000, path  # once, not three times
+    _, [streamed] = read_stream(outcome.stream_path)
+    [loaded] = load_run(outcome.results_path).records
+    for record in (streamed, loaded):
+        assert record.first_code == record.final_code and record.final_code.endswith(padding)
+        assert record.attempts[0]["code"] == record.final_code and "code_is" not in record.attempts[0]

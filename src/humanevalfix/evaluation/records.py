@@ -60,16 +60,41 @@ class TaskRecord:
     context_trims: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored form: each candidate once. `final_code` stays whole (other tools read it);
+        a `first_code` or an attempt's `code` equal to one kept already is null with `first_code_is`
+        / `code_is` naming it (a 2 MB candidate used to be stored three times per record)."""
+        data = asdict(self)
+        final, first = data["final_code"], data["first_code"]
+        if first is not None and first == final:
+            data["first_code"], data["first_code_is"] = None, "final_code"
+        for attempt in data["attempts"]:
+            code = attempt.get("code")
+            same = "final_code" if code is not None and code == final else "first_code" if code is not None and code == first else None
+            if same:
+                attempt["code"], attempt["code_is"] = None, same
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TaskRecord":
+        """A record from its stored form (or an older file's, with every copy written out)."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        record = cls(**{k: v for k, v in data.items() if k in names})
+        if data.get("first_code_is") == "final_code":
+            record.first_code = record.final_code
+        record.attempts = [_restored(a, record) for a in record.attempts]
+        return record
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.task_id, self.sample)
+
+
+def _restored(attempt: Any, record: TaskRecord) -> Any:
+    if not isinstance(attempt, dict) or "code_is" not in attempt:
+        return attempt
+    restored = {k: v for k, v in attempt.items() if k != "code_is"}
+    restored["code"] = record.final_code if attempt["code_is"] == "final_code" else record.first_code
+    return restored
 
 
 class Stream:
