@@ -234,3 +234,19 @@ def test_task_ids_that_sanitize_alike_get_their_own_trace_files(
         run_eval(make_config(server, dataset, traces=traces))
     inside = sorted(json.loads(p.read_text())["task_id"] for p in traces.glob("*.json"))
     assert inside == ["Python/3", "x/1", "x_1"]
+
+
+def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_line(tmp_path: Path, tiny_dataset: Path) -> None:
+    lines = tiny_dataset.read_text().splitlines()
+    row = json.loads(lines[2])
+    row["task_id"] = "Python/[/bold]"
+    row["test"] += "\n# \ud800\n"  # written as the JSON escape \ud800
+    lines[2] = json.dumps(row)
+    dataset = tmp_path / "surrogate.jsonl"
+    dataset.write_text("\n".join(lines) + "\n")
+    proc = run_cli(cli_args("http://127.0.0.1:9/v1", dataset, tmp_path / "r.json"), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    [line] = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert f"{dataset}:3" in line and "lone surrogate" in line and "[/bold]" in line and "Traceback" not in proc.stderr
+    proc = run_cli(["validate-dataset", str(dataset), "--sandbox", "process"], cwd=tmp_path)
+    assert proc.returncode == 1 and "[/bold]" in proc.stdout and "lone surrogate" in proc.stdout, proc.stdout + proc.stderr

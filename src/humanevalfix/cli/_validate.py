@@ -10,6 +10,7 @@ from rich.console import Console
 from humanevalfix.cli._options import add_sandbox_options, positive_float, positive_int, sandbox_from_args, size_option
 from humanevalfix.evaluation import validate
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD
+from humanevalfix.safetext import shown
 
 HELP = 'check every row of a dataset file (fields, entry point, tests; canonical passes, buggy fails)'
 
@@ -33,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     console = Console(soft_wrap=True)  # one line per row and problem, however narrow the terminal
     bad = [r for r in reports if not r.ok]
     for r in bad:
-        console.print(f"[red]✗[/] {r.where} (task_id {r.task_id!r})", highlight=False)
+        console.print(f"[red]✗[/] {shown(r.where)} (task_id {shown(repr(r.task_id))})", highlight=False)
         for problem in r.problems:
-            console.print(f"    - {problem}", highlight=False, markup=False)
+            console.print(f"    - {shown(problem)}", highlight=False)
     if bad:
         console.print(f"{len(bad)} of {len(reports)} row(s) do not hold.")
         return 1

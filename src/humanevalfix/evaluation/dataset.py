@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from humanevalfix.safetext import encodable
 from humanevalfix.errors import DatasetError
 
 HUB_DATASET = "bigcode/humanevalpack"
@@ -83,12 +84,16 @@ def task_from_row(row: Any, where: str, max_field: int = DEFAULT_MAX_FIELD) -> T
     """Build a Task from one dataset row; `where` names the row in error messages."""
     if not isinstance(row, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    task_id = _field(row, "task_id", where)
+    if len(task_id) <= 200:  # a longer one is not repeated in every message about the row
+        where = f"{where} (task_id {task_id!r})"
     for name in _BOUNDED_FIELDS:
         value = row.get(name)
         if isinstance(value, str) and len(value) > max_field:
             raise DatasetError(f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} (--max-field-size raises it)")
-    task_id = _field(row, "task_id", where)
-    where = f"{where} (task_id {task_id!r})"
+        if isinstance(value, str) and not encodable(value):
+            # A JSON escape such as \ud800: no UTF-8 form, so no prompt or sandbox could take it.
+            raise DatasetError(f"{where}: field '{name}' holds a lone surrogate (a character with no UTF-8 form)")
     entry_point = _field(row, "entry_point", where)
     # Buggy code is `declaration + buggy_solution` in HumanEvalPack; own datasets may give it whole.
     if isinstance(row.get("buggy_code"), str) and row["buggy_code"].strip():

@@ -9,6 +9,7 @@ from pathlib import Path
 from humanevalfix.agent import AgentResult
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import write_atomic
+from humanevalfix.evaluation.runlock import remove_leftovers
 
 
 def trace_name(task_id: str, sample: int) -> str:
@@ -33,4 +34,6 @@ def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> Non
         "attempts": record.attempts,
         "messages": result.messages,
     }
-    write_atomic(directory / trace_name(record.task_id, record.sample), trace)
+    path = directory / trace_name(record.task_id, record.sample)
+    remove_leftovers(path)  # what a killed write of this trace left
+    write_atomic(path, trace)

@@ -324,10 +324,11 @@ def bounded(content: str, calls: list[ToolCall], cap: int) -> tuple[str, list[To
         calls = [ToolCall(c.id, c.name, "" if len(c.arguments) > cap else c.arguments) for c in calls]
     else:
         oversize = 0
-    unencodable = not encodable(content) or not all(encodable(c.arguments) for c in calls)
+    # The ids too: each is sent back with the tool's answer.
+    unencodable = not encodable(content) or not all(encodable(c.arguments + c.id + c.name) for c in calls)
     if unencodable:
         content = repaired(content)
-        calls = [ToolCall(c.id, c.name, repaired(c.arguments)) for c in calls]
+        calls = [ToolCall(repaired(c.id), repaired(c.name), repaired(c.arguments)) for c in calls]
     return content, calls, oversize, unencodable
 
 
