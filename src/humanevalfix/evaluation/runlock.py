@@ -83,6 +83,9 @@ def run_lock(*paths: Path) -> Iterator[None]:
     """Hold the lock of each of `paths` (results file, stream) for the whole run; refuse at once if
     another live run holds one. Leftover temporary files are removed once the locks are held."""
     held: list[tuple[Path, IO[str]]] = []
+    # Folders made for the lock files are removed again if the run leaves nothing in them: a run
+    # refused for bad input (a missing key, a bad row) must not leave an empty results folder.
+    created = sorted({d for p in paths for d in _missing_folders(p.parent)}, key=lambda d: len(d.parts), reverse=True)
     try:
         for path in dict.fromkeys(paths):
             held.append((path, _take(path)))
@@ -95,3 +98,14 @@ def run_lock(*paths: Path) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 lock_path(path).unlink()  # before unlocking: a waiting run then makes a fresh file
             fh.close()
+        for folder in created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing

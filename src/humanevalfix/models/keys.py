@@ -64,13 +64,18 @@ class Lease:
 
 class KeyPool:
     def __init__(
-        self, keys: list[str], clock: Callable[[], float] = time.monotonic, urls: list[str | None] | None = None
+        self,
+        keys: list[str],
+        clock: Callable[[], float] = time.monotonic,
+        urls: list[str | None] | None = None,
+        secret: bool = True,  # False for the placeholder a keyless server gets: no secret to redact
     ) -> None:
         servers = urls or [None]
         # Servers vary fastest, so consecutive calls go to different servers first.
         slots = [(k, u) for k in keys for u in servers]
         self._keys = [k for k, _ in slots]
-        redaction.register(keys)  # from now on no output path can show a fragment of them
+        if secret:
+            redaction.register(keys)  # from now on no output path can show a fragment of them
         self._urls = [u for _, u in slots]
         self._clock = clock
         self._cool_until = [0.0] * len(slots)

@@ -42,7 +42,7 @@ def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
                 f"no API key for provider '{preset.provider}': set {preset.key_env} in .env "
                 f"(several keys may be given, separated by commas)"
             )
-        keys = [PLACEHOLDER_KEY]
+        return KeyPool([PLACEHOLDER_KEY], urls=split_urls(preset.base_url), secret=False)
     for index, key in enumerate(keys):
         problem = header_problem(key)
         if problem:
@@ -84,7 +84,7 @@ def open_endpoint(
             # One CPU server answers one request at a time, slowly when the machine is busy: a
             # client timeout would only queue the same request again behind the abandoned one.
             retry = replace(retry, timeout_s=max(retry.timeout_s, LOCAL_TIMEOUT_S))
-            pool = KeyPool([PLACEHOLDER_KEY])
+            pool = KeyPool([PLACEHOLDER_KEY], secret=False)
             model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=pool, retry=retry)
             yield Endpoint(model, served.preset, 1)
         return
