@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 FRAGMENT = 8  # shorter runs are too common in prose to be a secret, and would mangle the text
-REDACTED = "…[redacted]"
+REDACTED = "…(redacted)"  # no brackets: Rich would read "[redacted]" as a tag and drop it
 # Characters providers put between a key's visible ends: 'sk-ab****cdef', 'sk-ab…cdef', 'sk-ab...cdef'.
 _MASK_RUN = re.compile(r"[*•]+|…|\.{3}")
 _KEY_CHARS = re.compile(r"[A-Za-z0-9_\-]*")
@@ -113,13 +113,15 @@ def _is_masked_key(head: str, tail: str, keys: tuple[str, ...]) -> bool:
 
 
 def redact_data(value: Any) -> Any:
-    """A JSON-like value with every string in it redacted (keys of dicts too)."""
+    """A JSON-like value with every string value in it redacted. Dict keys are left alone: they are
+    this tool's field names, and a key that happens to contain one ("sk-…-protocol-…") must not
+    rename a field of the results."""
     if not _keys:
         return value
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {redact_data(k): redact_data(v) for k, v in value.items()}
+        return {k: redact_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact_data(v) for v in value]
     return value
