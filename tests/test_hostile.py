@@ -245,3 +245,21 @@ def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_lin
     assert f"{dataset}:3" in line and "lone surrogate" in line and "[/bold]" in line and "Traceback" not in proc.stderr
     proc = run_cli(["validate-dataset", str(dataset), "--sandbox", "process"], cwd=tmp_path)
     assert proc.returncode == 1 and "[/bold]" in proc.stdout and "lone surrogate" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_reply_trickled_byte_by_byte_still_meets_the_whole_reply_deadline() -> None:
+    """Each byte resets a per-read timeout; the deadline is for the whole reply."""
+    from humanevalfix.errors import ModelCallError
+    from humanevalfix.models.client import ChatRequest, OpenAIChatModel, RetryPolicy
+    from humanevalfix.models.keys import KeyPool
+
+    slow = tool_call("def f():\n    return 1\n")
+    slow.trickle_s = 0.05  # some 300 bytes: 15 s in all, never 0.05 s without a byte
+    with ScriptedServer([slow]) as server:
+        model = OpenAIChatModel(provider="compatible", model="scripted-model", base_url=server.base_url,
+                                keys=KeyPool(["x"]), retry=RetryPolicy(attempts=1, timeout_s=1.0))
+        started = time.monotonic()
+        with pytest.raises(ModelCallError) as caught:
+            model.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=10))
+    assert caught.value.kind == "timeout" and "no complete reply within 1 s" in str(caught.value)
+    assert time.monotonic() - started < 5

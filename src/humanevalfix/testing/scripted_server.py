@@ -32,6 +32,7 @@ class Response:
     raw: bytes | None = None  # sent as it is instead of `body` (HTML, truncated JSON: a broken server)
     content_type: str = "application/json"
     stall_s: float = 0.0  # send the status and headers, then nothing for this long (a stalled server)
+    trickle_s: float = 0.0  # send the body one byte at a time, this long apart (no read ever times out)
 
 
 @dataclass
@@ -170,6 +171,12 @@ class ScriptedServer:
                     self.wfile.flush()
                     time.sleep(response.stall_s)
                     return  # the body never comes; the connection closes short of Content-Length
+                if response.trickle_s:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(response.trickle_s)
+                    return
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
