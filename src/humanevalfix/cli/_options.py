@@ -84,7 +84,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     add_sandbox_options(g)
     g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     g.add_argument("--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)")
-    g.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds per HTTP request (default 120)")
+    g.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row stops the run")
 
 
 DOCKER_OPTIONS = ("docker_image", "docker_cpus", "docker_memory", "docker_pids")
