@@ -189,6 +189,16 @@ def stream_records(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(autouse=True)
+def _no_registered_keys_after_a_test() -> Any:
+    """Keys are registered for redaction process-wide (as in a real run): one test's keys must not
+    redact the next test's text."""
+    from humanevalfix import redaction
+
+    yield
+    redaction.forget_all()
+
+
+@pytest.fixture(autouse=True)
 def _host_tmp_keeps_its_mode() -> Any:
     """No test, candidate or clean-up may change the host's /tmp mode (1777): a harness that
     did turned it 0700, and other users' programs (apt) could no longer write there."""

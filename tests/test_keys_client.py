@@ -192,6 +192,8 @@ def test_401_on_one_key_drops_it_once_and_no_key_reaches_any_output(
         for key in (KEY_A, KEY_B):
             assert key not in content, f"{path} holds an API key"
     assert results_of(outcome.results_path)["config"]["preset"]["key_env"] == KEYS_ENV  # the name, not the value
+    [drop] = results_of(outcome.results_path)["summary"]["dropped_keys"]  # the summary says so too
+    assert drop["index"] == 0 and drop["key"] == mask(KEY_A) and "HTTP 401" in drop["reason"]
     for key in (KEY_A, KEY_B):
         assert key not in caplog.text
 

@@ -131,6 +131,8 @@ class RunConfig:
     exact_lookup: bool = False  # embedded model: drafts checked exactly (ServerOptions.exact)
     visualize: bool = False
     skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
+    max_field_chars: int = 1 << 20  # a dataset row's largest code or test field (evaluation.dataset)
+    max_reply_chars: int = 256 * 1024  # a longer model reply is the outcome too_large (models.client)
 
     @property
     def feedback(self) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from humanevalfix.safetext import encodable
 from humanevalfix.agent import prompts
 from humanevalfix.agent._conversation import Conversation, Exchange
 from humanevalfix.agent._fit import ContextFit
@@ -140,6 +141,8 @@ class RepairRun:
         sender.observe(reply, call, self.mode)
         result.tool_mode = self.mode.name
         self.attempt = _attempt(self.turn, self.sent.temperature, reply, call, sender.strategy)
+        if call is None and reply.oversize:
+            self.attempt.outcome = "too_large"  # the reply was dropped unread (models.client.bounded)
         result.attempts.append(self.attempt)
         self.turn += 1
         # The feedback is worded for, and recorded by, the conversation that sends the next request.
@@ -150,10 +153,19 @@ class RepairRun:
         """Refuse a call that cannot be read or code that does not parse or keep the signature; spot a repeat."""
         attempt, call, result = self._current(), self.call, self.result
         assert call is not None
+        reply = self._reply()
+        if call.code is None and reply.oversize:
+            # Dropped unread by the client, never stored whole: the model's outcome, told like a refusal.
+            attempt.outcome, attempt.feedback = "too_large", prompts.too_large_text(reply.oversize)
+            return self._told("invalid")
         if call.code is None:
             attempt.outcome = "malformed"
             attempt.feedback = f"Your run_code call could not be read: {call.error}."
             return self._told("malformed")
+        if not encodable(call.code) or (reply.unencodable and "\ufffd" in call.code):
+            # A lone surrogate cannot be source code, nor be sent or stored: the model's fault.
+            attempt.outcome, attempt.feedback = "unencodable", prompts.UNENCODABLE_TEXT
+            return self._told("invalid")
         check = self.request.check(call.code)
         attempt.code = check.code
         if not check.ok:

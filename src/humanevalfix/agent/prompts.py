@@ -245,3 +245,18 @@ def no_code_text(target: Target, text_protocol: bool = False) -> str:
     if text_protocol:
         return f"I found no code in your reply. Reply with {wanted} in one ```python block."
     return f"I found no code in your reply. Call run_code with {wanted}."
+
+
+# The model's faults that the client made harmless (models.client.bounded): said plainly, then the
+# turn goes on like any refused call.
+UNENCODABLE_TEXT = (
+    "Your run_code call could not be run: the code holds characters with no UTF-8 form (lone "
+    "surrogates). Send the code again using only valid characters."
+)
+
+
+def too_large_text(size: int) -> str:
+    return (
+        f"Your reply was not read: {size} characters, above this run's limit. Send only the "
+        "corrected function, much shorter."
+    )

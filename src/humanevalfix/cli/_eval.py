@@ -12,12 +12,14 @@ from rich.console import Console
 
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args, sandbox_from_args
+from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args, sandbox_from_args, size_option
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
-from humanevalfix.evaluation.dataset import resolve_path
+from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
+from humanevalfix.models.client import RetryPolicy
 from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
+from humanevalfix.safetext import shown
 
 HELP = "run the benchmark (the default command)"
 
@@ -27,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dataset-path", help="a .jsonl/.json/.parquet file (default: HUMANEVALFIX_DATASET, else bigcode/humanevalpack from the Hub when it answers, else the copy bundled with the package)")
     g.add_argument("--limit", type=positive_int, help="the first N tasks")
     g.add_argument("--tasks", type=task_list, help="comma-separated task ids, e.g. Python/0,Python/10")
+    g.add_argument("--max-field-size", type=size_option, default=DEFAULT_MAX_FIELD, metavar="SIZE", help="refuse dataset rows with a code or test field above SIZE characters (default 1m)")
     g.add_argument("--skip-bad-rows", action="store_true", help="leave out (and list) dataset rows whose test cannot score, instead of refusing the dataset")
     g.add_argument("--samples", type=positive_int, default=1, help="independent repair runs per task (for pass@k; use temperatures above 0)")
     g.add_argument(
@@ -47,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--traces", type=Path, metavar="DIR", help="write each task's full conversation as JSON")
     g.add_argument("--prompt-lookup", type=non_negative_int, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
     g.add_argument("--exact-lookup", action="store_true", help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)")
+    g.add_argument("--max-reply-size", type=size_option, default=RetryPolicy().max_reply_chars, metavar="SIZE", help="a model reply or run_code argument above SIZE characters is the outcome too_large, not kept (default 256k)")
     g.add_argument("--visualize", action="store_true", help="also write the PNG and HTML report next to the results")
     g.add_argument("--verbose", "-v", action="store_true", help="a line per task")
     g.add_argument("--debug", action="store_true", help="print each conversation")
@@ -126,6 +130,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         prompt_lookup=lookup.prompt_lookup,
         exact_lookup=lookup.exact,
         skip_bad_rows=args.skip_bad_rows,
+        max_field_chars=args.max_field_size,
+        max_reply_chars=args.max_reply_size,
     )
 
 
@@ -149,10 +155,10 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"report: {path}")
     if outcome.problem:
         stopped = "run stopped: " if outcome.status == "aborted" else ""
-        console.print(f"[red]error:[/] {stopped}{outcome.problem}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/] {stopped}{shown(outcome.problem)}", highlight=False, soft_wrap=True)
     if outcome.status != "complete":
         again = resume_command(getattr(args, "prog", "humanevalfix"), getattr(args, "argv", []), outcome.stream_path)
-        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {again}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {shown(again)}", highlight=False, soft_wrap=True)
     if outcome.results_path.is_file():
         console.print(f"results: {outcome.results_path}")
         print(outcome.results_path)

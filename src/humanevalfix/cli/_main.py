@@ -22,6 +22,7 @@ from rich.logging import RichHandler
 from humanevalfix import __version__
 from humanevalfix.config import load_dotenv_file
 from humanevalfix.errors import UserError
+from humanevalfix.safetext import SafeLogFilter, shown
 
 DEFAULT_COMMAND = "eval"
 COMMANDS: dict[str, str] = {
@@ -75,11 +76,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     level = logging.DEBUG if getattr(args, "debug", False) else logging.INFO if getattr(args, "verbose", False) else logging.WARNING
     # -v is a line per task from this package, not a line per HTTP request from the clients below
     # it (httpx, the SDKs, the Hub): other libraries speak at warning level unless --debug.
-    logging.basicConfig(
-        level=level if level == logging.DEBUG else logging.WARNING,
-        format="%(message)s",
-        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
-    )
+    handler = RichHandler(console=Console(stderr=True), show_path=False)
+    # On the handler, not a logger: the records of openai, httpx and the Hub pass here too (--debug).
+    handler.addFilter(SafeLogFilter())
+    logging.basicConfig(level=level if level == logging.DEBUG else logging.WARNING, format="%(message)s", handlers=[handler])
     logging.getLogger("humanevalfix").setLevel(level)
     load_dotenv_file()
     # SIGTERM (a scheduler, a `kill`) unwinds like Ctrl-C, so every command's `finally` stops what
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
         return args.run(args)
     except UserError as exc:
         # soft_wrap: one line whatever the terminal width, so the message stays greppable.
-        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(f"[red]error:[/] {shown(exc)}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         Console(stderr=True).print("[yellow]interrupted[/]", highlight=False)

@@ -84,7 +84,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     add_sandbox_options(g)
     g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     g.add_argument("--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)")
-    g.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds per HTTP request (default 120)")
+    g.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row stops the run")
 
 
 DOCKER_OPTIONS = ("docker_image", "docker_cpus", "docker_memory", "docker_pids")
@@ -123,3 +123,17 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         seed=parse_seed(args.seed) if args.seed is not None else ...,
         presets=presets,
     )
+
+
+def size_option(text: str) -> int:
+    """A size such as 256k, 1m or a plain number (characters of text), at least 1."""
+    from humanevalfix.config import parse_size
+    from humanevalfix.errors import ConfigError
+
+    try:
+        value = parse_size(text, "size")
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 256k or 1m, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from humanevalfix.safetext import visible
 from humanevalfix.cli._options import add_sandbox_options, non_negative_int, positive_float, positive_int, sandbox_from_args
 
 HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         for v in verdicts:
             marks = " ".join("PASS" if p else "FAIL" for p in v.passed)
             first_fail = next((c.message.splitlines()[0] for c in v.verdicts if c.status != "passed"), "")
-            console.print(f"{v.task_id}: {marks} {first_fail[:100]}", highlight=False, markup=False)
+            console.print(f"{visible(v.task_id)}: {marks} {visible(first_fail[:100])}", highlight=False, markup=False)
     passed = sum(any(v.passed) for v in verdicts)
     console.print(f"{len(verdicts)} task(s); solved by some candidate: {passed}")
     for k, value in document["pass_at_k"].items():

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from humanevalfix.safetext import encodable
 from humanevalfix.errors import DatasetError
 
 HUB_DATASET = "bigcode/humanevalpack"
@@ -72,12 +73,27 @@ def _optional(row: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def task_from_row(row: Any, where: str) -> Task:
+# The largest code or test field a row may hold (characters; --max-field-size raises it): every
+# field is copied into prompts, records and the sandbox, so one huge row would cost every task.
+DEFAULT_MAX_FIELD = 1 << 20
+_BOUNDED_FIELDS = ("task_id", "entry_point", "buggy_code", "declaration", "buggy_solution", "test", "example_test",
+                   "canonical_code", "canonical_solution", "docstring")
+
+
+def task_from_row(row: Any, where: str, max_field: int = DEFAULT_MAX_FIELD) -> Task:
     """Build a Task from one dataset row; `where` names the row in error messages."""
     if not isinstance(row, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
     task_id = _field(row, "task_id", where)
-    where = f"{where} (task_id {task_id!r})"
+    if len(task_id) <= 200:  # a longer one is not repeated in every message about the row
+        where = f"{where} (task_id {task_id!r})"
+    for name in _BOUNDED_FIELDS:
+        value = row.get(name)
+        if isinstance(value, str) and len(value) > max_field:
+            raise DatasetError(f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} (--max-field-size raises it)")
+        if isinstance(value, str) and not encodable(value):
+            # A JSON escape such as \ud800: no UTF-8 form, so no prompt or sandbox could take it.
+            raise DatasetError(f"{where}: field '{name}' holds a lone surrogate (a character with no UTF-8 form)")
     entry_point = _field(row, "entry_point", where)
     # Buggy code is `declaration + buggy_solution` in HumanEvalPack; own datasets may give it whole.
     if isinstance(row.get("buggy_code"), str) and row["buggy_code"].strip():
@@ -164,12 +180,12 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load_file(path: Path) -> Dataset:
-    tasks, where = _tasks_in(path)
+def load_file(path: Path, max_field: int = DEFAULT_MAX_FIELD) -> Dataset:
+    tasks, where = _tasks_in(path, max_field)
     return Dataset(tasks=tasks, source=str(path), sha256=file_sha256(path), where=where)
 
 
-def _tasks_in(path: Path) -> tuple[list[Task], dict[str, str]]:
+def _tasks_in(path: Path, max_field: int = DEFAULT_MAX_FIELD) -> tuple[list[Task], dict[str, str]]:
     if path.is_dir():
         raise DatasetError(f"--dataset-path {path}: is a directory; give a .jsonl, .json or .parquet file")
     if not path.is_file():
@@ -178,7 +194,7 @@ def _tasks_in(path: Path) -> tuple[list[Task], dict[str, str]]:
     seen: dict[str, str] = {}
     try:
         for where, row in read_rows(path):
-            task = task_from_row(row, where)
+            task = task_from_row(row, where, max_field)
             if task.task_id in seen:
                 raise DatasetError(f"{where}: duplicate task_id {task.task_id!r} (first at {seen[task.task_id]})")
             seen[task.task_id] = where
@@ -320,17 +336,17 @@ def resolve_path(explicit: str | None) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def load(path: Path | None) -> Dataset:
-    return load_file(path) if path is not None else load_default()
+def load(path: Path | None, max_field: int = DEFAULT_MAX_FIELD) -> Dataset:
+    return load_file(path, max_field) if path is not None else load_default()
 
 
-def recorded(source: str) -> Dataset | None:
+def recorded(source: str, max_field: int = DEFAULT_MAX_FIELD) -> Dataset | None:
     """The dataset a results file names as its `dataset_source`, when it is here without the
     network: the bundled copy, or a file still at its path. None for the Hub or a file since moved."""
     if source == BUNDLED_SOURCE:
         return load_bundled()
     if source and not source.startswith("hub:") and Path(source).is_file():
-        return load_file(Path(source))
+        return load_file(Path(source), max_field)
     return None
 
 

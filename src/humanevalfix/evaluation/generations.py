@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from humanevalfix.redaction import redact_data
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.errors import UserError
 from humanevalfix.jsonio import read_json
@@ -106,7 +107,8 @@ def generations_from_results(document: dict[str, Any], dataset_ids: Sequence[str
 def write_generations(path: Path, generations: list[list[str]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(generations, ensure_ascii=False), encoding="utf-8")
+    # \u escapes throughout: a candidate may hold a lone surrogate, which has no UTF-8 form.
+    tmp.write_text(json.dumps(redact_data(generations), ensure_ascii=True), encoding="utf-8")
     tmp.replace(path)
 
 

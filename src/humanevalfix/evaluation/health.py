@@ -4,7 +4,9 @@ A bogus key, every key rejected or a dead `--base-url` used to make each of 164 
 half a minute and the run end with a normal-looking table and exit 0. A run now stops at once when
 the first task that reached the model ends in an authentication or connection failure before any
 reply came back, when every key has been rejected, or when several tasks in a row fail to connect
-(a server that died mid-run). Anything else (a timeout, a 500 on one task) stays that task's
+(a server that died mid-run), or when every server has run out of time on several requests in a
+row (one that accepts the connection and then sends nothing would otherwise cost retries × the
+request timeout per task: hours for a whole run). Anything else (a timeout, a 500 on one task) stays that task's
 infrastructure error: a later task may well succeed, and --resume reruns it.
 """
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from humanevalfix.evaluation.records import TaskRecord
 
-FATAL_KINDS = ("auth", "connection")
+FATAL_KINDS = ("auth", "connection", "stalled")
 IN_A_ROW = 3  # connection failures in a row that end a run that had been working
 
 
@@ -32,6 +34,9 @@ class EndpointHealth:
                 self.fatal_in_a_row = 0
             return None
         self.fatal_in_a_row += 1
+        if record.error_kind == "stalled":
+            # Counted by the client across tasks (RetryPolicy.stalls_in_a_row): already a pattern.
+            return f"{record.error} ({record.task_id})"
         if record.error.startswith("every API key was rejected"):
             return f"every API key was rejected; check the key variable ({record.error})"
         if not self.replied or self.fatal_in_a_row >= IN_A_ROW:

@@ -10,6 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.errors import UserError
+from humanevalfix.redaction import redact_data
+
+
+def json_line(entry: dict[str, Any]) -> str:
+    """One stream line: keys redacted; written as UTF-8, or with \\u escapes when some text
+    (a lone surrogate from a model) has no UTF-8 form, so that no text can fail the write."""
+    entry = redact_data(entry)
+    line = json.dumps(entry, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(entry, ensure_ascii=True)
+    return line + "\n"
 
 
 @dataclass
@@ -48,16 +61,41 @@ class TaskRecord:
     context_trims: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored form: each candidate once. `final_code` stays whole (other tools read it);
+        a `first_code` or an attempt's `code` equal to one kept already is null with `first_code_is`
+        / `code_is` naming it (a 2 MB candidate used to be stored three times per record)."""
+        data = asdict(self)
+        final, first = data["final_code"], data["first_code"]
+        if first is not None and first == final:
+            data["first_code"], data["first_code_is"] = None, "final_code"
+        for attempt in data["attempts"]:
+            code = attempt.get("code")
+            same = "final_code" if code is not None and code == final else "first_code" if code is not None and code == first else None
+            if same:
+                attempt["code"], attempt["code_is"] = None, same
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TaskRecord":
+        """A record from its stored form (or an older file's, with every copy written out)."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        record = cls(**{k: v for k, v in data.items() if k in names})
+        if data.get("first_code_is") == "final_code":
+            record.first_code = record.final_code
+        record.attempts = [_restored(a, record) for a in record.attempts]
+        return record
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.task_id, self.sample)
+
+
+def _restored(attempt: Any, record: TaskRecord) -> Any:
+    if not isinstance(attempt, dict) or "code_is" not in attempt:
+        return attempt
+    restored = {k: v for k, v in attempt.items() if k != "code_is"}
+    restored["code"] = record.final_code if attempt["code_is"] == "final_code" else record.first_code
+    return restored
 
 
 class Stream:
@@ -70,12 +108,12 @@ class Stream:
     def start(self, config: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"type": "config", "config": config}) + "\n")
+            fh.write(json_line({"type": "config", "config": config}))
             fh.flush()
             os.fsync(fh.fileno())
 
     def append(self, record: TaskRecord) -> None:
-        line = json.dumps({"type": "task", "record": record.to_dict()}, ensure_ascii=False) + "\n"
+        line = json_line({"type": "task", "record": record.to_dict()})
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

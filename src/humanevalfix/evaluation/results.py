@@ -14,6 +14,7 @@ from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.outputs import chmod_like_open
 from humanevalfix.errors import UserError
 from humanevalfix.jsonio import read_json
+from humanevalfix.redaction import redact_data
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class Summary:
     pass_at_1_plus_first: float | None = None
     pass_at_1_plus_final: float | None = None
     suspect_hardcoding: int = 0  # passing final candidates with a branch that looks fitted to the asserts
+    # API keys (or servers) dropped for the run: index, the key masked, server, the reason (redacted)
+    dropped_keys: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,13 +96,19 @@ def _plus_fields(records: list[TaskRecord]) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, data: dict[str, Any]) -> None:
+    """`data` as JSON at `path`, all or nothing; keys redacted, any text writable (see json_line)."""
+    data = redact_data(data)
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the same JSON with \u escapes
+        text = json.dumps(data, indent=2, ensure_ascii=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         chmod_like_open(fd)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+            fh.write(text + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

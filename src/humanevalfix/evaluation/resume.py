@@ -103,15 +103,15 @@ def check(old: dict[str, Any], new: dict[str, Any], path: Path) -> None:
             )
 
 
-def dataset_for(explicit: Path | None, old_config: dict[str, Any]) -> ds.Dataset:
+def dataset_for(explicit: Path | None, old_config: dict[str, Any], max_field: int = ds.DEFAULT_MAX_FIELD) -> ds.Dataset:
     """The source the interrupted run used, when no path is given and it is still here: the Hub and
     the bundled copy hold the same tasks under different sha256s, and whether the Hub answers
     may have changed since the run started."""
     if explicit is None:
-        same = ds.recorded(str(old_config.get("dataset_source", "")))
+        same = ds.recorded(str(old_config.get("dataset_source", "")), max_field)
         if same is not None:
             return same
-    return ds.load(explicit)
+    return ds.load(explicit, max_field)
 
 
 def tasks_of(data: ds.Dataset, old_config: dict[str, Any], path: Path) -> list[ds.Task]:

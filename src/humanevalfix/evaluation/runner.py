@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -23,9 +22,12 @@ from humanevalfix.config import RunConfig, default_out, public_config, results_p
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.health import EndpointHealth
+from humanevalfix.evaluation.runlock import run_lock
+from humanevalfix.evaluation.traces import write_trace
 from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions, with_lookup
+from humanevalfix.models.keys import KeyPool
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
@@ -35,6 +37,8 @@ from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.scorer import score
 from humanevalfix.evaluation.validate import refuse_bad_rows
+from humanevalfix.redaction import redact_data
+from humanevalfix.safetext import shown
 
 log = logging.getLogger(__name__)
 WORKER_PREFIX = "task"  # the worker threads' names (the CLI checks for stuck ones at exit)
@@ -102,27 +106,6 @@ def agent_fields(result: AgentResult) -> dict[str, Any]:
     )
 
 
-def _safe_name(task_id: str, sample: int) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)
-    return f"{name}__s{sample}.json" if sample else f"{name}.json"
-
-
-def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    trace = {
-        "task_id": record.task_id,
-        "sample": record.sample,
-        "passed": record.passed,
-        "passed_first": record.passed_first,
-        "stop_reason": record.stop_reason,
-        "tool_mode": record.tool_mode,
-        "error": record.error,
-        "attempts": record.attempts,
-        "messages": result.messages,
-    }
-    write_atomic(directory / _safe_name(record.task_id, record.sample), trace)
-
-
 def _progress(console: Console) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -150,24 +133,42 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
 
 
 def _run(config: RunConfig, console: Console) -> RunOutcome:
-    old_records: list[TaskRecord] = []
-    old_config: dict[str, Any] | None = None
     if config.resume:
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
         stream_file = config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
-        old_config, old_records = read_stream(stream_file)
-        data = resume.dataset_for(config.dataset_path, old_config)
-        tasks = resume.tasks_of(data, old_config, stream_file)
         out = config.out or results_path_for_stream(stream_file)
     else:
-        data = ds.load(config.dataset_path)
-        tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
         out = config.out or default_out(config.preset)
         stream_file = stream_path(out)
+    if config.resume and not stream_file.exists():
+        raise UserError(f"--resume: file not found: {stream_file}")
+    if out.is_dir() or stream_file.is_dir():
+        outputs.check_file(out, "--out")  # the one-line error, before a lock file is made beside it
+    # Held from before the stream is read (a torn tail is cut) until the results file is written.
+    with run_lock(out, stream_file):
+        return _run_locked(config, console, out, stream_file)
+
+
+def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Path) -> RunOutcome:
+    old_records: list[TaskRecord] = []
+    old_config: dict[str, Any] | None = None
+    if config.resume:
+        old_config, old_records = read_stream(stream_file)
+        data = resume.dataset_for(config.dataset_path, old_config, config.max_field_chars)
+        tasks = resume.tasks_of(data, old_config, stream_file)
+        listed = {t.task_id for t in tasks}
+        strays = [r.task_id for r in old_records if r.task_id not in listed]
+        if strays:
+            # Another run's records (two runs on one --out before the lock existed): never counted.
+            console.print(f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and are ignored: {shown(', '.join(strays[:5]))}", highlight=False, soft_wrap=True)
+            old_records = [r for r in old_records if r.task_id in listed]
+    else:
+        data = ds.load(config.dataset_path, config.max_field_chars)
+        tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
     tasks, skipped = refuse_bad_rows(data, tasks, config.skip_bad_rows)
     for line in skipped:
-        console.print(f"[yellow]skipped (--skip-bad-rows):[/] {line}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]skipped (--skip-bad-rows):[/] {shown(line)}", highlight=False, soft_wrap=True)
     if not tasks:
         raise UserError("no tasks selected (check --tasks and --limit)")
     # Before anything is spent: the outputs can be written.
@@ -176,7 +177,9 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
         outputs.check_folder(config.traces, "--traces")
 
     limits = Limits(timeout_s=config.timeout_s)
-    retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
+    retry = RetryPolicy(
+        attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s, max_reply_chars=config.max_reply_chars
+    )
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
         with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
@@ -211,7 +214,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
             mode = ToolMode(preset.native_tools)
             outcome = _execute(
                 config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
-                resume.prior_wall(out, old_records),
+                resume.prior_wall(out, old_records), endpoint.pool,
             )
             if outcome.status in ("complete", "complete_with_errors"):
                 try:
@@ -248,6 +251,7 @@ def _execute(
     out: Path,
     preset: Any,
     prior_wall: float = 0.0,
+    keys: KeyPool | None = None,
 ) -> RunOutcome:
     done: dict[tuple[str, int], TaskRecord] = {r.key: r for r in old_records if not r.error}
     jobs = [(t, s) for t in tasks for s in range(config.samples) if (t.task_id, s) not in done]
@@ -275,7 +279,8 @@ def _execute(
             raise _Abort(f"cannot write {exc.filename or stream.path}: {exc.strerror or exc}") from None
         done[record.key] = record
         if config.debug:
-            console.print_json(json.dumps(result.messages, ensure_ascii=False))
+            # \u escapes for whatever cannot be printed as it is; keys redacted like every output.
+            console.print_json(json.dumps(redact_data(result.messages), ensure_ascii=True))
         return record
 
     total = len(tasks) * config.samples
@@ -336,6 +341,8 @@ def _execute(
     wall = time.monotonic() - started + prior_wall
     public = dict(public, tool_mode=mode.name, tool_mode_reason=mode.reason)
     summary = summarize(records, wall, preset.price_in, preset.price_out)
+    if keys is not None and keys.dropped():
+        summary = replace(summary, dropped_keys=keys.dropped())
     if len(records) == total:
         status = "complete_with_errors" if summary.errors else "complete"
     document = results_document(public, summary, records, status)
@@ -361,5 +368,6 @@ def _wind_down(pending: set[Future[tuple[TaskRecord, AgentResult]]], keep: Any) 
 def _print_task(console: Console, record: TaskRecord) -> None:
     mark = "[green]PASS[/]" if record.passed else ("[red]ERROR[/]" if record.error else "[red]FAIL[/]")
     first = "first-try" if record.passed_first else ""
-    detail = record.error or ("" if record.passed else record.score_message.splitlines()[0][:100])
-    console.print(f"{mark} {record.task_id} iters={record.iterations} {first} {detail}")
+    detail = record.error or ("" if record.passed else (record.score_message.splitlines() or [""])[0][:100])
+    # Task ids, errors and a candidate's exception are data: `[/bold]` or ESC there is shown as it is.
+    console.print(f"{mark} {shown(record.task_id)} iters={record.iterations} {first} {shown(detail)}", highlight=False)

@@ -163,7 +163,8 @@ class _BadLine:
 
 
 def validate_file(
-    path: Path, sandbox: str = "auto", limits: Limits | None = None, workers: int = 1, docker: DockerSettings | None = None
+    path: Path, sandbox: str = "auto", limits: Limits | None = None, workers: int = 1, docker: DockerSettings | None = None,
+    max_field: int = ds.DEFAULT_MAX_FIELD,
 ) -> list[RowReport]:
     """Every row, in file order; rows that cannot load are reported, not raised."""
     if not path.is_file():
@@ -179,7 +180,7 @@ def validate_file(
         report = RowReport(where, str(task_id) if task_id is not None else "?")
         reports.append(report)
         try:
-            task = ds.task_from_row(row, where)
+            task = ds.task_from_row(row, where, max_field)
         except DatasetError as exc:
             report.problems.append(str(exc).removeprefix(f"{where}: ").removeprefix(f"{where} (task_id {task_id!r}): "))
             continue

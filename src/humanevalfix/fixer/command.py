@@ -32,7 +32,7 @@ from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.jail import probe
 from humanevalfix.models.presets import Preset
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.runner import write_trace
+from humanevalfix.evaluation.traces import write_trace
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.fixer.patch import patch_name, unified_diff
 from humanevalfix.fixer.session import find_fix, tests_line
@@ -115,7 +115,7 @@ def apply_fix(user_file: UserFile, new_source: str) -> Path:
 
 
 def write_session_trace(path: Path, record: TaskRecord, result: AgentResult) -> None:
-    """The eval's trace document (runner.write_trace), at the path the user chose."""
+    """The eval's trace document (evaluation.traces.write_trace), at the path the user chose."""
     path = path.expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".fix-trace-") as tmp:

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from humanevalfix.errors import ModelCallError
+from humanevalfix.redaction import redact
+from humanevalfix.safetext import encodable, repaired
 from humanevalfix.models.keys import KeyPool, Lease
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,11 @@ class ChatReply:
     latency_s: float = 0.0
     http_attempts: int = 1
     finish_reason: str | None = None
+    # The model's own faults in the reply, made harmless here and judged by the agent: the size of
+    # a reply or tool-call argument above RetryPolicy.max_reply_chars (then not kept), and whether
+    # it held text with no UTF-8 form (lone surrogates, kept as U+FFFD).
+    oversize: int = 0
+    unencodable: bool = False
 
 
 class ChatModel(Protocol):
@@ -66,7 +73,9 @@ class RetryPolicy:
     attempts: int = 6
     initial_s: float = 1.0
     max_s: float = 30.0
-    timeout_s: float = 120.0  # per HTTP request
+    timeout_s: float = 120.0  # per HTTP request: the whole reply, not only connecting or each read
+    stalls_in_a_row: int = 3  # requests of one server that hit timeout_s in a row before the run stops
+    max_reply_chars: int = 256 * 1024  # a longer reply or tool-call argument is the model's "too_large"
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -86,7 +95,12 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 def is_timeout_or_connection(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"APITimeoutError", "APIConnectionError", "TimeoutException", "ConnectError"})
+    return bool(names & {"APITimeoutError", "APIConnectionError", "TimeoutException", "ConnectError", "ReplyTimeout"})
+
+
+class ReplyTimeout(Exception):
+    """No complete reply within the request's deadline: a server that sent headers and then
+    nothing, or trickles bytes, is never waiting on a per-read timeout that each byte resets."""
 
 
 class _KeyRejected(Exception):
@@ -133,7 +147,8 @@ def kind_of(exc: BaseException) -> str:
 
 def describe(exc: BaseException) -> str:
     status = status_of(exc)
-    text = str(exc).replace("\n", " ")[:300]
+    # Redacted before it is cut: a cut through an echoed key would leave a tail no pattern matches.
+    text = redact(str(exc)).replace("\n", " ")[:300]
     return f"HTTP {status}: {text}" if status else f"{type(exc).__name__}: {text}"
 
 
@@ -156,6 +171,7 @@ class OpenAIChatModel:
         self.retry = retry
         self._clients: dict[int, Any] = {}
         self._lock = threading.Lock()
+        self._stalls: dict[str | None, int] = {}  # per server: requests in a row that ran out of time
 
     def _client(self, lease: Lease) -> Any:
         with self._lock:
@@ -190,8 +206,10 @@ class OpenAIChatModel:
         if request.seed is not None:
             kwargs["seed"] = request.seed
         try:
-            return _checked(self._client(lease).chat.completions.create(**kwargs))
+            response = _checked(self._with_deadline(self._client(lease).chat.completions.create, kwargs))
         except Exception as exc:
+            if kind_of(exc) == "timeout":
+                self._stalled(lease)
             status = status_of(exc)
             if status == 429:
                 self.keys.cool_down(lease.index, retry_after_s(exc) or self.retry.initial_s)
@@ -204,6 +222,50 @@ class OpenAIChatModel:
             elif kind_of(exc) == "connection" and len(self.keys) > 1:
                 self.keys.cool_down(lease.index, DEAD_SERVER_COOL_DOWN_S)
             raise
+        with self._lock:
+            self._stalls[lease.base_url] = 0
+        return response
+
+    def _with_deadline(self, create: Any, kwargs: dict[str, Any]) -> Any:
+        """`create(**kwargs)`, or ReplyTimeout once timeout_s has passed without the whole reply.
+
+        The SDK's timeout is per read, so a server trickling bytes (or sending headers and then
+        nothing) holds a call forever; the call runs in a daemon thread that is left behind at the
+        deadline (the SDK's own read timeout ends it soon after)."""
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                box["reply"] = create(**kwargs)
+            except BaseException as exc:  # handed over to the caller below
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="chat-call", daemon=True).start()
+        if not done.wait(self.retry.timeout_s):
+            raise ReplyTimeout(f"no complete reply within {self.retry.timeout_s:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def _stalled(self, lease: Lease) -> None:
+        """A request ran out of time: that server cools down when others can serve; once every
+        server has stalled `stalls_in_a_row` times in a row, the run stops like an unreachable one."""
+        servers = self.keys.servers()
+        with self._lock:
+            self._stalls[lease.base_url] = self._stalls.get(lease.base_url, 0) + 1
+            dead = all(self._stalls.get(url, 0) >= self.retry.stalls_in_a_row for url in servers)
+            count = self._stalls[lease.base_url]
+        if len(servers) > 1:
+            self.keys.cool_down_server(lease.base_url, DEAD_SERVER_COOL_DOWN_S)
+        if dead:
+            where = lease.base_url or self.base_url or "the provider default endpoint"
+            raise ModelCallError(
+                f"the server stalled: no complete reply within {self.retry.timeout_s:g} s, {count} times in a row ({where})",
+                kind="stalled",
+            )
 
     def chat(self, request: ChatRequest) -> ChatReply:
         served: list[int] = []
@@ -237,16 +299,37 @@ class OpenAIChatModel:
             for i, tc in enumerate(message.tool_calls or [])
             if getattr(tc, "function", None) is not None
         ]
+        content, calls, oversize, unencodable = bounded(message.content or "", calls, self.retry.max_reply_chars)
         usage = getattr(response, "usage", None)
         return ChatReply(
-            content=message.content or "",
+            content=content,
             tool_calls=calls,
+            oversize=oversize,
+            unencodable=unencodable,
             usage=Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0),
             key_index=served[-1] if served else None,
             latency_s=round(time.monotonic() - start, 3),
             http_attempts=len(served),
             finish_reason=getattr(choice, "finish_reason", None),
         )
+
+
+def bounded(content: str, calls: list[ToolCall], cap: int) -> tuple[str, list[ToolCall], int, bool]:
+    """The reply as the agent may keep it: a text or argument above `cap` characters is dropped
+    (its size returned: the model's "too_large"), and text with no UTF-8 form repaired (flagged),
+    so that neither the next request nor any output file can fail on it."""
+    oversize = max([len(content), *(len(c.arguments) for c in calls)])
+    if oversize > cap:
+        content = "" if len(content) > cap else content
+        calls = [ToolCall(c.id, c.name, "" if len(c.arguments) > cap else c.arguments) for c in calls]
+    else:
+        oversize = 0
+    # The ids too: each is sent back with the tool's answer.
+    unencodable = not encodable(content) or not all(encodable(c.arguments + c.id + c.name) for c in calls)
+    if unencodable:
+        content = repaired(content)
+        calls = [ToolCall(repaired(c.id), repaired(c.name), repaired(c.arguments)) for c in calls]
+    return content, calls, oversize, unencodable
 
 
 def _checked(response: Any) -> Any:

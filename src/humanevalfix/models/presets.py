@@ -129,9 +129,31 @@ def _preset(name: str, raw: Any, source: Path) -> Preset:
     )
 
 
+MAX_MODELS_FILE_BYTES = 1 << 20  # presets are a few lines each; anything larger is a mistake or an attack
+
+
+class _NoAliases(yaml.SafeLoader):
+    """YAML without aliases (`*name`, `<<: *name`): 415 bytes of nested aliases expand to
+    gigabytes once anything walks or formats the value; presets are written out in full instead."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not supported in a models file; write each preset out", mark)
+        return super().compose_node(parent, index)
+
+
+def _read_models_file(path: Path) -> str:
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_MODELS_FILE_BYTES + 1)
+    if len(raw) > MAX_MODELS_FILE_BYTES:
+        raise ConfigError(f"--models-file {path}: larger than {MAX_MODELS_FILE_BYTES >> 20} MiB; a models file holds a few presets")
+    return raw.decode("utf-8")
+
+
 def load_presets(path: Path = PRESETS_FILE) -> dict[str, Preset]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(_read_models_file(path), Loader=_NoAliases) or {}  # noqa: S506 (a SafeLoader)
     except FileNotFoundError:
         raise ConfigError(f"--models-file {path}: file not found") from None
     except IsADirectoryError:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.keys import KeyPool, split_keys, split_urls
+from humanevalfix.models.keys import KeyPool, header_problem, shown_mask, split_keys, split_urls
 from humanevalfix.models.oracle import OracleModel
 from humanevalfix.models.presets import Preset
 
@@ -30,6 +30,7 @@ class Endpoint:
     model: ChatModel
     preset: Preset  # as used (the embedded server fills in its base URL)
     keys: int  # how many keys the pool holds
+    pool: KeyPool | None = None  # the keys' pool, for the summary's dropped keys (None: no keys)
 
 
 def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
@@ -41,7 +42,14 @@ def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
                 f"no API key for provider '{preset.provider}': set {preset.key_env} in .env "
                 f"(several keys may be given, separated by commas)"
             )
-        keys = [PLACEHOLDER_KEY]
+        return KeyPool([PLACEHOLDER_KEY], urls=split_urls(preset.base_url), secret=False)
+    for index, key in enumerate(keys):
+        problem = header_problem(key)
+        if problem:
+            raise ConfigError(
+                f"{preset.key_env}: key #{index} ({shown_mask(key)}) contains {problem}, which cannot go in an "
+                f"HTTP header; check the value in .env or the environment"
+            )
     return KeyPool(keys, urls=split_urls(preset.base_url))
 
 
@@ -76,7 +84,7 @@ def open_endpoint(
             # One CPU server answers one request at a time, slowly when the machine is busy: a
             # client timeout would only queue the same request again behind the abandoned one.
             retry = replace(retry, timeout_s=max(retry.timeout_s, LOCAL_TIMEOUT_S))
-            pool = KeyPool([PLACEHOLDER_KEY])
+            pool = KeyPool([PLACEHOLDER_KEY], secret=False)
             model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=pool, retry=retry)
             yield Endpoint(model, served.preset, 1)
         return
@@ -85,7 +93,7 @@ def open_endpoint(
         preset = _with_served_model(preset, pool)
     # base_url is per slot (lease.base_url) when --base-url lists several servers.
     model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=None, keys=pool, retry=retry)
-    yield Endpoint(model, preset, len(pool))
+    yield Endpoint(model, preset, len(pool), pool)
 
 
 def _with_served_model(preset: Preset, pool: KeyPool) -> Preset:

@@ -13,6 +13,7 @@ from humanevalfix.agent.engines import engine_of
 from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary
+from humanevalfix.safetext import shown as safe
 
 
 def _pct(n: int, total: int) -> str:
@@ -27,7 +28,7 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table = Table(title="HumanEvalFix results", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("model", f"{config.get('model')} ({config.get('provider')})")
+    table.add_row("model", f"{safe(config.get('model'))} ({config.get('provider')})")  # a server may name it
     table.add_row("tool calling", str(config.get("tool_mode", "")))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
     if config.get("isolation_warning"):
@@ -76,11 +77,14 @@ def print_summary(console: Console, summary: Summary, config: dict[str, Any], re
             f"[yellow]context:[/] {trimmed} task(s) shown less to fit the model's context (`context_trims` per task), "
             f"{overflowed} ended at the context limit (`stop_reason` context_exceeded)"
         )
+    for drop in summary.dropped_keys:
+        where = f" at {drop['server']}" if drop.get("server") else ""
+        console.print(f"[yellow]dropped:[/] API key #{drop['index']} ({safe(drop['key'])}){safe(where)}: {safe(drop['reason'])}", highlight=False, soft_wrap=True)
     lines = error_lines(records)
     if lines:
         console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")
         for line in lines:
-            console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+            console.print(f"  {safe(line)}", highlight=False, soft_wrap=True)
 
 
 def _plus_source(config: dict) -> str:

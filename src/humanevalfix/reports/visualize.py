@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from humanevalfix.redaction import redact
 from humanevalfix.reports.comparison import Comparison, compare_runs
 from humanevalfix.reports.page import compare_html, run_html
 from humanevalfix.reports.plots import compare_figure, run_figure
@@ -36,7 +37,7 @@ def write_reports(results_path: Path, out: Path | None = None) -> list[Path]:
     png = run_figure(run)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     png_path.write_bytes(png)
-    html_path.write_text(run_html(run, png), encoding="utf-8")
+    html_path.write_text(redact(run_html(run, png)), encoding="utf-8", errors="backslashreplace")  # a lone surrogate in a candidate
     return [png_path, html_path]
 
 
@@ -47,5 +48,5 @@ def write_comparison(a_path: Path, b_path: Path, out: Path | None = None) -> tup
     png = compare_figure(cmp)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     png_path.write_bytes(png)
-    html_path.write_text(compare_html(cmp, png), encoding="utf-8")
+    html_path.write_text(redact(compare_html(cmp, png)), encoding="utf-8", errors="backslashreplace")
     return cmp, [png_path, html_path]

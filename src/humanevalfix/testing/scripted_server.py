@@ -31,6 +31,8 @@ class Response:
     delay_s: float = 0.0
     raw: bytes | None = None  # sent as it is instead of `body` (HTML, truncated JSON: a broken server)
     content_type: str = "application/json"
+    stall_s: float = 0.0  # send the status and headers, then nothing for this long (a stalled server)
+    trickle_s: float = 0.0  # send the body one byte at a time, this long apart (no read ever times out)
 
 
 @dataclass
@@ -165,6 +167,16 @@ class ScriptedServer:
                 for k, v in response.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
+                if response.stall_s:
+                    self.wfile.flush()
+                    time.sleep(response.stall_s)
+                    return  # the body never comes; the connection closes short of Content-Length
+                if response.trickle_s:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(response.trickle_s)
+                    return
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
