@@ -12,7 +12,7 @@ from rich.console import Console
 
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args, sandbox_from_args
+from humanevalfix.cli._options import add_model_options, non_negative_int, output_file, positive_int, preset_from_args, sandbox_from_args
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_options(p)
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
-    g.add_argument("--out", type=Path, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
+    g.add_argument("--out", type=output_file, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
     g.add_argument("--resume", type=Path, help="continue an interrupted run from its .jsonl stream (or its .json path)")
     g.add_argument("--traces", type=Path, metavar="DIR", help="write each task's full conversation as JSON")
     g.add_argument("--prompt-lookup", type=non_negative_int, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")

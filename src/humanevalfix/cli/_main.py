@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from humanevalfix import __version__
+from humanevalfix.cli._argv import check_options
 from humanevalfix.config import load_dotenv_file
 from humanevalfix.errors import UserError
 
@@ -70,7 +71,9 @@ def build_parser(prog: str = "humanevalfix") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    check_options(parser, argv)  # an unknown option named, by its own command, before argparse misreads it
+    args = parser.parse_args(argv)
     args.prog, args.argv = prog, argv  # for the commands that print how to run them again (--resume)
     level = logging.DEBUG if getattr(args, "debug", False) else logging.INFO if getattr(args, "verbose", False) else logging.WARNING
     # -v is a line per task from this package, not a line per HTTP request from the clients below

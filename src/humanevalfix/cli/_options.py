@@ -48,6 +48,23 @@ def positive_float(text: str) -> float:
     return value
 
 
+def output_file(text: str) -> Path:
+    """A file to write, as typed (`--out` of every command): not a folder, not a device. Checked
+    when parsing, before anything runs; whether its folder takes files is probed later."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; give a file path, e.g. results/run.json")
+    path = Path(text)
+    # `runs/` names a folder (Path would drop the slash and write a file called `runs`).
+    if text.endswith("/") or not path.name or path.name in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{text} names a folder, not a file; give a file path, e.g. {text.rstrip('/')}/run.json")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path, e.g. {path / 'run.json'}")
+    if path.exists() and not path.is_file():
+        # Files are written beside and renamed over: a device such as /dev/null would be replaced.
+        raise argparse.ArgumentTypeError(f"{text} is not a regular file (a device, pipe or socket); give a file path, e.g. run.json")
+    return path
+
+
 def base_urls(text: str) -> str:
     """One or more http(s) URLs, comma-separated (checked here: a typo would only fail at the first call)."""
     urls = [u.strip() for u in text.split(",") if u.strip()]

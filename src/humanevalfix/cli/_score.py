@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.cli._options import add_sandbox_options, non_negative_int, positive_float, positive_int, sandbox_from_args
+from humanevalfix.cli._options import add_sandbox_options, non_negative_int, output_file, positive_float, positive_int, sandbox_from_args
 
 HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
 
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_sandbox_options(p)
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
-    p.add_argument("--out", type=Path, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
+    p.add_argument("--out", type=output_file, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
     p.add_argument("--verbose", "-v", action="store_true", help="a line per task")
 
 

@@ -155,7 +155,8 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     if config.resume:
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
-        stream_file = config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
+        outputs.check_resume(config.resume)
+        stream_file = config.resume if config.resume.suffix == ".jsonl" else stream_path(config.resume)
         old_config, old_records = read_stream(stream_file)
         data = resume.dataset_for(config.dataset_path, old_config)
         tasks = resume.tasks_of(data, old_config, stream_file)
@@ -164,6 +165,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
         data = ds.load(config.dataset_path)
         tasks = ds.select(data.tasks, list(config.task_ids) if config.task_ids else None, config.limit)
         out = config.out or default_out(config.preset)
+        outputs.check_file(out, "--out")  # before its stream's name is made from it (`/` has none)
         stream_file = stream_path(out)
     tasks, skipped = refuse_bad_rows(data, tasks, config.skip_bad_rows)
     for line in skipped:
@@ -171,7 +173,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     if not tasks:
         raise UserError("no tasks selected (check --tasks and --limit)")
     # Before anything is spent: the outputs can be written.
-    outputs.check_file(out, "--out")
+    outputs.check_results_out(out, stream_file)
     if config.traces:
         outputs.check_folder(config.traces, "--traces")
 
