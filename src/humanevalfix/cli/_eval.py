@@ -155,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {again}", highlight=False, soft_wrap=True)
     if outcome.results_path.is_file():
         console.print(f"results: {outcome.results_path}")
-        print(outcome.results_path)
+        if not sys.stdout.isatty():  # the bare path for a script's pipe; on a terminal it is said once, above
+            print(outcome.results_path)
     code = EXIT_CODES[outcome.status]
     if workers_still_running(WORKER_PREFIX):
         # A call to a hung endpoint outlived the grace period: the interpreter would join it at

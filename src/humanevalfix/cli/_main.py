@@ -19,7 +19,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.logging import RichHandler
 
-from humanevalfix import __version__
+from humanevalfix import FIRST_USE_LOGGER, __version__
 from humanevalfix.cli._argv import check_options
 from humanevalfix.config import load_dotenv_file
 from humanevalfix.errors import UserError
@@ -84,6 +84,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
         handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
     )
     logging.getLogger("humanevalfix").setLevel(level)
+    logging.getLogger(FIRST_USE_LOGGER).setLevel(min(level, logging.INFO))  # one-time steps, always shown
     load_dotenv_file()
     # SIGTERM (a scheduler, a `kill`) unwinds like Ctrl-C, so every command's `finally` stops what
     # it started: fork servers, the embedded model, Docker containers.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
@@ -22,6 +23,7 @@ from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.config import RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import outputs, resume
+from humanevalfix.evaluation.activity import Activity, EtaColumn, LiveProgress, TrackedExecutor, TrackedModel
 from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
@@ -123,14 +125,15 @@ def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> Non
     write_atomic(directory / _safe_name(record.task_id, record.sample), trace)
 
 
-def _progress(console: Console) -> Progress:
-    return Progress(
+def _progress(console: Console, activity: Activity) -> Progress:
+    return LiveProgress(
+        activity,
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("passed [green]{task.fields[passed]}[/]  errors [red]{task.fields[errors]}[/]"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        EtaColumn(),
         console=console,
         transient=False,
     )
@@ -260,8 +263,15 @@ def _execute(
     status, problem = "complete", None
     health = EndpointHealth()
 
+    activity, slots = Activity(), itertools.count(1)
+
     def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
-        return run_task(task, model, pool, settings, mode, stop, sample)
+        slot = next(slots)  # the task's line under the bar: its turn, what it waits for, how long
+        try:
+            tracked = TrackedModel(model, activity, slot, task.task_id), TrackedExecutor(pool, activity, slot, task.task_id)
+            return run_task(task, *tracked, settings, mode, stop, sample)
+        finally:
+            activity.clear(slot)
 
     def keep(fut: Future[tuple[TaskRecord, AgentResult]]) -> TaskRecord | None:
         if fut.cancelled() or fut.exception() is not None:
@@ -281,8 +291,9 @@ def _execute(
         return record
 
     total = len(tasks) * config.samples
-    with SigtermAsInterrupt(), _progress(console) as progress:
-        bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0)
+    with SigtermAsInterrupt(), _progress(console, activity) as progress:
+        bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0, fresh=0)
+        fresh = 0  # finished in this run (not resumed): what the estimate goes by
         executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix=WORKER_PREFIX)
         # Only as many tasks in flight as workers: the next starts once a finished one has been
         # looked at, so a run that must stop (every key rejected, the server gone) starts no other.
@@ -311,7 +322,8 @@ def _execute(
                     if record is None:
                         continue
                     errors = sum(1 for r in done.values() if r.error)
-                    progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors)
+                    fresh += 1
+                    progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors, fresh=fresh)
                     if config.verbose or config.debug:
                         _print_task(progress.console, record)
                     reason = health.observe(record)
