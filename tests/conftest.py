@@ -25,6 +25,11 @@ from humanevalfix.config import RunConfig
 from humanevalfix.testing.scripted_server import Recorded, ScriptedServer
 
 os.environ.update({name: "1" for name in OFFLINE_ENVS})
+# The per-user .env (~/.config/humanevalfix/.env) of whoever runs the tests must not reach them:
+# the user config folder is an empty one of the session's (tests that need that file make it).
+import tempfile
+
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="humanevalfix-tests-config-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = REPO_ROOT / "eval_humanevalfix.py"

@@ -1,4 +1,4 @@
-"""Run configuration in one place: the options of an eval run, and .env loading."""
+"""Run configuration in one place: the options of an eval run (the .env files: envfiles.py)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,6 @@ from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
 RESULTS_DIR = Path("results")
-
-
-def load_dotenv_file(path: str | None = None) -> None:
-    """Keys live in `.env` (never in options, so they stay out of shell history and results)."""
-    from dotenv import load_dotenv
-
-    load_dotenv(dotenv_path=path or ".env", override=False)
 
 
 # What `--sandbox auto` means, when set (e.g. docker: auto never starts a container by itself).

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.cli._options import add_model_options, non_negative_int, output_file, positive_int, preset_from_args, sandbox_from_args
+from humanevalfix.cli._options import add_model_options, non_negative_int, output_file, positive_int, preset_from_args, sandbox_from_args, say_key
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:28} {p.provider:10} {p.model}")
         return 0
     config = config_from_args(args)
+    say_key(console, config.preset, args)
     outcome = run_eval(config, console)
     print_summary(console, outcome.summary, outcome.config, outcome.records)
     if config.visualize and outcome.status != "aborted":

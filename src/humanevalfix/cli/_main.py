@@ -21,7 +21,7 @@ from rich.logging import RichHandler
 
 from humanevalfix import FIRST_USE_LOGGER, __version__
 from humanevalfix.cli._argv import check_options
-from humanevalfix.config import load_dotenv_file
+from humanevalfix.envfiles import load_env_files
 from humanevalfix.errors import UserError
 
 DEFAULT_COMMAND = "eval"
@@ -85,7 +85,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     )
     logging.getLogger("humanevalfix").setLevel(level)
     logging.getLogger(FIRST_USE_LOGGER).setLevel(min(level, logging.INFO))  # one-time steps, always shown
-    load_dotenv_file()
+    # Keys live in .env files (never in options: shell history, results): the nearest, then the user's.
+    args.env_files = load_env_files()
     # SIGTERM (a scheduler, a `kill`) unwinds like Ctrl-C, so every command's `finally` stops what
     # it started: fork servers, the embedded model, Docker containers.
     old = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None

@@ -7,9 +7,12 @@ import math
 import urllib.parse
 from pathlib import Path
 
+from rich.console import Console
+
 from humanevalfix.agent import FEEDBACK_MODES
 from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
 from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
+from humanevalfix.envfiles import EnvFiles, key_line
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_seed, parse_temperatures, resolve
 from humanevalfix.sandbox.docker import DockerSettings
@@ -140,3 +143,10 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         seed=parse_seed(args.seed) if args.seed is not None else ...,
         presets=presets,
     )
+
+
+def say_key(console: Console, preset: Preset, args: argparse.Namespace) -> None:
+    """The run's first lines say which key it uses and which file it came from (masked)."""
+    line = key_line(preset.key_env, preset.provider, getattr(args, "env_files", EnvFiles()))
+    if line:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
