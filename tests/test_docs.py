@@ -146,6 +146,24 @@ def test_readme_gives_the_commands(command: str):
     assert command in README.read_text(encoding="utf-8")
 
 
+def test_the_first_screen_is_the_set_up_the_main_command_fix_and_the_tests():
+    """A newcomer sees what to run before any measured result: the first 40 lines hold the set-up,
+    the main command, `fix` and the test command, and the results table comes after them."""
+    readme = README.read_text(encoding="utf-8")
+    first_screen = "\n".join(readme.splitlines()[:40])
+    for command in (SETUP, RUN, "humanevalfix fix ", TESTS):
+        assert command in first_screen, command
+    assert readme.index(TESTS) < readme.index("## Measured result")
+
+
+@pytest.mark.parametrize("doc", [*markdown_files(), ROOT / ".env.example"], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_command_points_outside_the_checkout(doc: Path):
+    """`../shared/...` exists only beside our CI's clone: a newcomer has the bundled dataset, which a
+    run without --dataset-path uses offline."""
+    text = doc.read_text(encoding="utf-8")
+    assert "../shared" not in text, [line for line in text.splitlines() if "../shared" in line]
+
+
 def test_ci_runs_what_the_readme_says():
     """CI installs as the README's set-up command does and runs the README's test command."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
