@@ -124,6 +124,11 @@ class RunConfig:
     exact_lookup: bool = False  # embedded model: drafts checked exactly (ServerOptions.exact)
     visualize: bool = False
     skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
+    # --base-url: which preset's sampling the served model got and why; why the text protocol
+    # (models.served). None: the preset as named.
+    preset_reason: str | None = None
+    tools_reason: str | None = None
+    probe_tools: bool = False  # --base-url alone, another model: one request decides native or text
 
     @property
     def feedback(self) -> str:
@@ -165,6 +170,7 @@ def public_config(
         "project_version": __version__,
         "model": p.model,
         "preset": p.public(),
+        "preset_reason": config.preset_reason,  # --base-url: why this preset's sampling (models.served)
         "provider": p.provider,
         "base_url": p.base_url,
         # seed: the base of each request's seed (None: none sent), agent._settings.request_seed.

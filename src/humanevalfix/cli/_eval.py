@@ -12,7 +12,7 @@ from rich.console import Console
 
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.cli._options import add_model_options, non_negative_int, output_file, positive_int, preset_from_args, sandbox_from_args, say_key
+from humanevalfix.cli._options import add_model_options, non_negative_int, output_file, positive_int, sandbox_from_args, say_key, served_from_args
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import resolve_path
@@ -97,7 +97,8 @@ def _protocol(args: argparse.Namespace) -> str:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     sandbox, docker = sandbox_from_args(args)
     require_engine(args.engine)  # refused before the model is resolved or started
-    preset = preset_from_args(args)
+    served = served_from_args(args)
+    preset = served.preset
     if args.exact_lookup and preset.provider != "local":
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
@@ -126,6 +127,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         prompt_lookup=lookup.prompt_lookup,
         exact_lookup=lookup.exact,
         skip_bad_rows=args.skip_bad_rows,
+        preset_reason=served.preset_reason or None,
+        tools_reason=served.tools_reason,
+        probe_tools=served.probe,
     )
 
 

@@ -15,6 +15,7 @@ from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbo
 from humanevalfix.envfiles import EnvFiles, key_line
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_seed, parse_temperatures, resolve
+from humanevalfix.models.served import ServedChoice, choose, first_key
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
@@ -131,7 +132,30 @@ def sandbox_from_args(args: argparse.Namespace) -> tuple[str, DockerSettings]:
 
 
 def preset_from_args(args: argparse.Namespace) -> Preset:
+    return served_from_args(args).preset
+
+
+def explicit_sampling(args: argparse.Namespace) -> frozenset[str]:
+    """The preset fields given as options: a served model's preset does not override them."""
+    given = {"temperatures": args.temperatures, "max_tokens": args.max_tokens, "seed": args.seed, "native_tools": args.text_tools or None}
+    return frozenset(name for name, value in given.items() if value is not None)
+
+
+def served_from_args(args: argparse.Namespace) -> ServedChoice:
+    """The preset, and for --base-url without a named preset what the server serves and how to talk
+    to it (models.served: the embedded preset's sampling for the embedded model; without --model,
+    a tool-call probe otherwise, which the run makes after its input checks), said in one line."""
     presets = load_presets(args.models_file) if args.models_file else load_presets()
+    preset = _resolved(args, presets)
+    if not args.base_url or preset.provider != "compatible" or args.model in presets:
+        return ServedChoice(preset, "", None)
+    choice = choose(preset, presets, explicit_sampling(args), first_key(preset))
+    if choice.preset_reason and not choice.probe:
+        Console(stderr=True).print(choice.line(), highlight=False, soft_wrap=True, markup=False)
+    return choice
+
+
+def _resolved(args: argparse.Namespace, presets: dict[str, Preset]) -> Preset:
     return resolve(
         args.model,
         provider=args.provider,

@@ -28,6 +28,7 @@ from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions, with_lookup
+from humanevalfix.models import served
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
@@ -179,6 +180,8 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     outputs.check_results_out(out, stream_file)
     if config.traces:
         outputs.check_folder(config.traces, "--traces")
+    if config.probe_tools:  # after every input check: bad input spends nothing (models.served)
+        config = _probed(config, console)
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s)
@@ -213,7 +216,7 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
                 engine=config.engine,
                 seed=preset.seed,
             )
-            mode = ToolMode(preset.native_tools)
+            mode = ToolMode(preset.native_tools, config.tools_reason)
             outcome = _execute(
                 config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
                 resume.prior_wall(out, old_records),
@@ -226,6 +229,12 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
             return outcome
     finally:
         pool.close()
+
+
+def _probed(config: RunConfig, console: Console) -> RunConfig:
+    choice = served.with_probed_tools(served.ServedChoice(config.preset, config.preset_reason or "", None, True), served.first_key(config.preset))
+    console.print(choice.line(), highlight=False, soft_wrap=True, markup=False)
+    return replace(config, preset=choice.preset, tools_reason=choice.tools_reason, probe_tools=False)
 
 
 def _start(stream: Stream, public: dict[str, Any]) -> None:

@@ -27,7 +27,10 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("model", f"{config.get('model')} ({config.get('provider')})")
-    table.add_row("tool calling", str(config.get("tool_mode", "")))
+    if config.get("preset_reason"):
+        table.add_row("preset", f"{config.get('preset', {}).get('name')}: {escape(str(config['preset_reason']))}")
+    reason = config.get("tool_mode_reason")
+    table.add_row("tool calling", str(config.get("tool_mode", "")) + (f" ({escape(str(reason))})" if reason else ""))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
     if config.get("isolation_warning"):
         table.add_row("isolation warning", f"[yellow]{escape(str(config['isolation_warning']))}[/]")
