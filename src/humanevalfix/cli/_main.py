@@ -72,8 +72,11 @@ def build_parser(prog: str = "humanevalfix") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(prog)
-    check_options(parser, argv)  # an unknown option named, by its own command, before argparse misreads it
-    args = parser.parse_args(argv)
+    try:
+        check_options(parser, argv)  # an unknown option named, by its own command, before argparse misreads it
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse's error (2) or --help/--version (0): an exit status, as UserError's
+        return exc.code if isinstance(exc.code, int) else 2
     args.prog, args.argv = prog, argv  # for the commands that print how to run them again (--resume)
     level = logging.DEBUG if getattr(args, "debug", False) else logging.INFO if getattr(args, "verbose", False) else logging.WARNING
     # -v is a line per task from this package, not a line per HTTP request from the clients below
