@@ -4,7 +4,6 @@ user's. A run's first lines say which key it uses and where it came from, masked
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
