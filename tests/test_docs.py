@@ -216,6 +216,14 @@ def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     assert f"--out results/{name}" in text, f"{doc.name} does not give the command that wrote results/{name}"
 
 
+def test_readme_time_of_the_main_command_comes_from_its_run():
+    """How long `--limit 10` takes on the embedded model: the run's own wall time, with its command."""
+    readme = README.read_text(encoding="utf-8")
+    summary = _results("local-0.5b_limit-10.json")["summary"]
+    assert f"{summary['wall_s']:,.0f} s" in readme and f"{summary['passed']}/{summary['tasks']} passed" in readme
+    assert "python eval_humanevalfix.py --limit 10 --out results/local-0.5b_limit-10.json" in readme
+
+
 def test_readme_baseline_number_comes_from_the_results():
     readme = README.read_text(encoding="utf-8")
     summary = _results("baseline_vs_agent_local-0.5b.json")["summary"]
