@@ -146,6 +146,24 @@ def test_readme_gives_the_commands(command: str):
     assert command in README.read_text(encoding="utf-8")
 
 
+def test_the_first_screen_is_the_set_up_the_main_command_fix_and_the_tests():
+    """A newcomer sees what to run before any measured result: the first 40 lines hold the set-up,
+    the main command, `fix` and the test command, and the results table comes after them."""
+    readme = README.read_text(encoding="utf-8")
+    first_screen = "\n".join(readme.splitlines()[:40])
+    for command in (SETUP, RUN, "humanevalfix fix ", TESTS):
+        assert command in first_screen, command
+    assert readme.index(TESTS) < readme.index("## Measured result")
+
+
+@pytest.mark.parametrize("doc", [*markdown_files(), ROOT / ".env.example"], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_command_points_outside_the_checkout(doc: Path):
+    """`../shared/...` exists only beside our CI's clone: a newcomer has the bundled dataset, which a
+    run without --dataset-path uses offline."""
+    text = doc.read_text(encoding="utf-8")
+    assert "../shared" not in text, [line for line in text.splitlines() if "../shared" in line]
+
+
 def test_ci_runs_what_the_readme_says():
     """CI installs as the README's set-up command does and runs the README's test command."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
@@ -196,6 +214,14 @@ def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     for key in ("passed_first", "passed") + (("passed_plus",) if summary.get("passed_plus") is not None else ()):
         assert f"{summary[key]}/{tasks}" in text, f"{doc.name} does not quote {key} of results/{name}"
     assert f"--out results/{name}" in text, f"{doc.name} does not give the command that wrote results/{name}"
+
+
+def test_readme_time_of_the_main_command_comes_from_its_run():
+    """How long `--limit 10` takes on the embedded model: the run's own wall time, with its command."""
+    readme = README.read_text(encoding="utf-8")
+    summary = _results("local-0.5b_limit-10.json")["summary"]
+    assert f"{summary['wall_s']:,.0f} s" in readme and f"{summary['passed']}/{summary['tasks']} passed" in readme
+    assert "python eval_humanevalfix.py --limit 10 --out results/local-0.5b_limit-10.json" in readme
 
 
 def test_readme_baseline_number_comes_from_the_results():

@@ -7,7 +7,6 @@ itself is also checked in-process, for the expressions the dataset's tests use.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Iterator
 
 import pytest

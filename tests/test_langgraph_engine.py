@@ -5,7 +5,9 @@ run candidates in the real sandbox; the server answers each engine's requests fr
 script. A set of scenarios walks every route of the policy (agent._steps.ROUTES), which the
 coverage test checks, and for each the attempts (code, outcome, temperature, strategy, feedback),
 the requests sent, the transcript, the scorer's verdicts and the path through the steps must be
-identical. langgraph is installed by .ci/run, so none of this is ever skipped.
+identical. langgraph is installed by .ci/run, so under CI none of this is ever skipped; after the
+README's set-up alone (no requirements-langgraph.txt) conftest skips the tests marked
+`needs("langgraph")`, naming the install command; the others run without it.
 """
 
 from __future__ import annotations
@@ -206,6 +208,7 @@ def outcomes(all_tasks: dict[str, Task]) -> dict[str, dict[str, Outcome]]:
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.needs("langgraph")
 def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: dict[str, dict[str, Outcome]]) -> None:
     builtin, graph = outcomes[name]["builtin"], outcomes[name]["langgraph"]
     assert SCENARIOS[name].routes <= set(builtin.path), builtin.path  # the scenario does what it says
@@ -221,6 +224,7 @@ def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: d
     )
 
 
+@pytest.mark.needs("langgraph")
 def test_the_scenarios_take_every_route_of_the_policy(outcomes: dict[str, dict[str, Outcome]]) -> None:
     taken = {step for runs in outcomes.values() for step in runs["builtin"].path}
     every = {(step, route) for step, table in ROUTES.items() for route in table}
@@ -232,6 +236,7 @@ def test_the_scenarios_take_every_route_of_the_policy(outcomes: dict[str, dict[s
 
 
 @pytest.mark.parametrize("name", list(GOLDEN_SCENARIOS))
+@pytest.mark.needs("langgraph")
 def test_the_graph_sends_the_pinned_requests(name: str, all_tasks: dict[str, Task]) -> None:
     """The golden requests of the built-in loop (tests/test_repair_requests.py), byte for byte, from the graph."""
     expected = json.loads(GOLDEN.read_text(encoding="utf-8"))[name]
@@ -239,6 +244,7 @@ def test_the_graph_sends_the_pinned_requests(name: str, all_tasks: dict[str, Tas
     assert json.loads(json.dumps(run_scenario(all_tasks[tid], native, {**settings, "engine": "langgraph"}, replies))) == expected
 
 
+@pytest.mark.needs("langgraph")
 def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
     tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -271,6 +277,7 @@ def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
     assert (columns[1][row], columns[2][row]) == ("builtin", "langgraph")
 
 
+@pytest.mark.needs("langgraph")
 def test_a_user_node_from_the_docs_runs_without_touching_the_loop(all_tasks: dict[str, Task]) -> None:
     """docs/langgraph.md's "reflect" node, run as written there: a failure goes through it to feedback."""
     block = re.search(r"## Adding a node.*?```python\n(.*?)```", (DOCS / "langgraph.md").read_text(encoding="utf-8"), re.S)
@@ -339,6 +346,7 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
+@pytest.mark.needs("langgraph")
 def test_the_committed_picture_is_what_the_graph_command_draws(tmp_path: Path) -> None:
     out = tmp_path / "pic" / "graph.png"
     proc = run_cli(["graph", "--out", str(out)], cwd=tmp_path)
@@ -356,6 +364,7 @@ def test_the_committed_picture_is_what_the_graph_command_draws(tmp_path: Path) -
         assert re.search(rf"^{step}\s+\S", proc.stderr, re.M), proc.stderr
 
 
+@pytest.mark.needs("langgraph")
 def test_a_custom_graph_needs_a_step_for_every_node() -> None:
     from humanevalfix.errors import ConfigError
 
@@ -366,6 +375,7 @@ def test_a_custom_graph_needs_a_step_for_every_node() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("oracle", "expected_passed"), [("canonical", 164), ("buggy", 0)])
+@pytest.mark.needs("langgraph")
 def test_the_oracles_through_the_graph_engine(tmp_path: Path, dataset_path: Path, oracle: str, expected_passed: int) -> None:
     out = tmp_path / f"oracle-{oracle}.json"
     proc = run_cli(
@@ -408,6 +418,7 @@ def _summary(path: Path) -> Any:
     return summarize([TaskRecord.from_dict(t) for t in load_results(path)["tasks"]], 1.0, None, None)
 
 
+@pytest.mark.needs("langgraph")
 def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_builtin(tmp_path: Path, dataset_path: Path) -> None:
     from humanevalfix.errors import UserError
     from humanevalfix.models.presets import resolve
@@ -426,6 +437,7 @@ def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_bui
     assert resumed.status == "complete" and len(resumed.records) == 2 and resumed.config["engine"] == "builtin"
 
 
+@pytest.mark.needs("langgraph")
 def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`fix` on one scope after another (a refusal, a failure, no code, the whole file), by each engine."""
     from humanevalfix.cli import main
@@ -461,6 +473,7 @@ def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkey
     assert [a["outcome"] for a in attempts] == ["invalid", "failed", "no_code", "failed", "passed"]
 
 
+@pytest.mark.needs("langgraph")
 def test_graph_out_that_cannot_be_written_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from humanevalfix.cli import main
 

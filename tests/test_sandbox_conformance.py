@@ -1015,6 +1015,7 @@ def f(x):
 """
 
 
+@pytest.mark.needs("docker")
 def test_a_fork_bomb_is_stopped_by_the_pid_limit_and_the_host_stays_responsive() -> None:
     """Stopped by the count (the candidate itself sees fork fail, long before its time limit),
     while a host process started meanwhile still starts at once."""
@@ -1048,6 +1049,7 @@ def test_a_fork_bomb_is_stopped_by_the_pid_limit_and_the_host_stays_responsive()
         executor.close()
 
 
+@pytest.mark.needs("docker")
 def test_memory_beyond_the_container_limit_is_killed_and_the_executor_keeps_going() -> None:
     """768 MiB, touched, under a 256 MiB container without swap: within the address-space rlimit
     (4 GiB), so it is the cgroup that stops it, by killing the candidate (not the server)."""
@@ -1061,6 +1063,7 @@ def test_memory_beyond_the_container_limit_is_killed_and_the_executor_keeps_goin
         executor.close()
 
 
+@pytest.mark.needs("docker")
 def test_the_socket_folder_goes_at_start_and_the_container_at_close() -> None:
     executor = build_executor("docker", Limits(timeout_s=TIMEOUT))
     assert executor.run(GOOD, TEST).passed
@@ -1084,6 +1087,7 @@ ex.run("import time\ndef f(x):\n    time.sleep(120)\n", test)
 """
 
 
+@pytest.mark.needs("docker")
 def test_a_container_left_by_a_killed_run_is_removed_by_the_next_run() -> None:
     """SIGKILL mid-run: nothing in the harness runs, and the server still waits on the candidate
     (up to its 120 s). The next run's factory removes it: its owner process is gone."""
@@ -1103,6 +1107,7 @@ def test_a_container_left_by_a_killed_run_is_removed_by_the_next_run() -> None:
         executor.close()
 
 
+@pytest.mark.needs("docker")
 def test_sigterm_stops_a_docker_run_and_leaves_no_container(tmp_path: Path) -> None:
     generations = tmp_path / "generations.json"
     generations.write_text(json.dumps([["import time\ntime.sleep(3)\n"]] * 4), encoding="utf-8")
@@ -1135,6 +1140,7 @@ def one_error_line(args: list[str], cwd: Path, **env: str) -> str:
     return lines[0]
 
 
+@pytest.mark.needs("docker")
 def test_docker_problems_are_one_line_saying_what_to_run(tmp_path: Path) -> None:
     generations = tmp_path / "generations.json"
     generations.write_text(json.dumps([["def f(x):\n    return x\n"]]), encoding="utf-8")
@@ -1155,6 +1161,7 @@ def test_docker_problems_are_one_line_saying_what_to_run(tmp_path: Path) -> None
     assert "add your user to the docker group" in daemon_problem(denied.stderr)
 
 
+@pytest.mark.needs("docker")
 def test_auto_means_docker_only_when_humanevalfix_sandbox_says_so(tmp_path: Path, dataset_path: Path) -> None:
     assert sandbox_choice("auto", {}) == "auto" and sandbox_choice("bwrap", {"HUMANEVALFIX_SANDBOX": "docker"}) == "bwrap"
     env = {k: v for k, v in os.environ.items() if k != "HUMANEVALFIX_SANDBOX"}
@@ -1175,6 +1182,7 @@ def test_auto_means_docker_only_when_humanevalfix_sandbox_says_so(tmp_path: Path
     assert "at most 48 processes, 512 MiB memory without swap, 2 CPUs" in config["isolation"], config["isolation"]
 
 
+@pytest.mark.needs("docker")
 def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first docker run builds the image (here under a throwaway tag, not the shared one):
     one line says so; the image runs the sandbox, and holds the interpreter, numpy, pytest and a

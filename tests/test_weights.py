@@ -7,6 +7,7 @@ importlib.metadata as the installed ones are.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from importlib import metadata
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from humanevalfix import FIRST_USE_LOGGER
+from humanevalfix.cli import main
 from humanevalfix.errors import ConfigError, UserError
 from humanevalfix.models.weights import (
     PATH_ENV,
@@ -88,6 +91,28 @@ def test_parts_are_assembled_in_order_into_the_cache_and_checked(tmp_path: Path,
     assert path == tmp_path / "cache" / "humanevalfix-agent" / "tiny.gguf"
     assert path.read_bytes() == WHOLE
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".part")] == []  # no temp file left
+
+
+def test_assembling_is_said_once_as_info_lines_with_its_size_and_time_not_a_warning(
+    tmp_path: Path, site: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    install_fake_parts(site, PARTS)
+    spec = make_spec()
+    with caplog.at_level(logging.INFO, logger=FIRST_USE_LOGGER):
+        locate_tiny(tmp_path, site, spec)
+        locate_tiny(tmp_path, site, spec)  # cached: nothing more to say
+    lines = [r for r in caplog.records if "first use" in r.getMessage()]
+    assert [r.levelno for r in lines] == [logging.INFO, logging.INFO], [r.getMessage() for r in lines]
+    assert f"({len(WHOLE)} bytes)" in lines[0].getMessage() and "from 3 installed packages" in lines[0].getMessage()
+    assert "weights ready in" in lines[1].getMessage() and " s " in lines[1].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_command_line_shows_first_use_lines_without_verbose(capsys: pytest.CaptureFixture[str]) -> None:
+    logging.getLogger(FIRST_USE_LOGGER).setLevel(logging.NOTSET)
+    assert main(["--list-models"]) == 0
+    assert logging.getLogger(FIRST_USE_LOGGER).getEffectiveLevel() == logging.INFO
+    assert logging.getLogger("humanevalfix").getEffectiveLevel() == logging.WARNING  # the rest stays quiet
 
 
 def test_the_cached_file_is_reused_without_the_packages(tmp_path: Path, site: Path) -> None:

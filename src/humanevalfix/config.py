@@ -1,4 +1,4 @@
-"""Run configuration in one place: the options of an eval run, and .env loading."""
+"""Run configuration in one place: the options of an eval run (the .env files: envfiles.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import platform
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +19,6 @@ from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
 RESULTS_DIR = Path("results")
-
-
-def load_dotenv_file(path: str | None = None) -> None:
-    """Keys live in `.env` (never in options, so they stay out of shell history and results)."""
-    from dotenv import load_dotenv
-
-    load_dotenv(dotenv_path=path or ".env", override=False)
 
 
 # What `--sandbox auto` means, when set (e.g. docker: auto never starts a container by itself).
@@ -133,6 +126,11 @@ class RunConfig:
     skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
     max_field_chars: int = 1 << 20  # a dataset row's largest code or test field (evaluation.dataset)
     max_reply_chars: int = 256 * 1024  # a longer model reply is the outcome too_large (models.client)
+    # --base-url: which preset's sampling the served model got and why; why the text protocol
+    # (models.served). None: the preset as named.
+    preset_reason: str | None = None
+    tools_reason: str | None = None
+    probe_tools: bool = False  # --base-url alone, another model: one request decides native or text
 
     @property
     def feedback(self) -> str:
@@ -174,6 +172,7 @@ def public_config(
         "project_version": __version__,
         "model": p.model,
         "preset": p.public(),
+        "preset_reason": config.preset_reason,  # --base-url: why this preset's sampling (models.served)
         "provider": p.provider,
         "base_url": p.base_url,
         # seed: the base of each request's seed (None: none sent), agent._settings.request_seed.

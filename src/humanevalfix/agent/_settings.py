@@ -18,9 +18,9 @@ class ToolMode:
     next turn; it never goes back.
     """
 
-    def __init__(self, native: bool) -> None:
+    def __init__(self, native: bool, reason: str | None = None) -> None:
         self._native = native
-        self.reason = "" if native else "preset has native_tools: false"
+        self.reason = "" if native else (reason or "preset has native_tools: false")
         self._lock = threading.Lock()
 
     @property

@@ -12,7 +12,16 @@ from rich.console import Console
 
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.cli._options import add_model_options, non_negative_int, positive_int, preset_from_args, sandbox_from_args, size_option
+from humanevalfix.cli._options import (
+    add_model_options,
+    non_negative_int,
+    output_file,
+    positive_int,
+    sandbox_from_args,
+    say_key,
+    served_from_args,
+    size_option,
+)
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
@@ -45,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_options(p)
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
-    g.add_argument("--out", type=Path, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
+    g.add_argument("--out", type=output_file, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
     g.add_argument("--resume", type=Path, help="continue an interrupted run from its .jsonl stream (or its .json path)")
     g.add_argument("--traces", type=Path, metavar="DIR", help="write each task's full conversation as JSON")
     g.add_argument("--prompt-lookup", type=non_negative_int, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
@@ -101,7 +110,8 @@ def _protocol(args: argparse.Namespace) -> str:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     sandbox, docker = sandbox_from_args(args)
     require_engine(args.engine)  # refused before the model is resolved or started
-    preset = preset_from_args(args)
+    served = served_from_args(args)
+    preset = served.preset
     if args.exact_lookup and preset.provider != "local":
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
@@ -132,6 +142,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         skip_bad_rows=args.skip_bad_rows,
         max_field_chars=args.max_field_size,
         max_reply_chars=args.max_reply_size,
+        preset_reason=served.preset_reason or None,
+        tools_reason=served.tools_reason,
+        probe_tools=served.probe,
     )
 
 
@@ -146,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:28} {p.provider:10} {p.model}")
         return 0
     config = config_from_args(args)
+    say_key(console, config.preset, args)
     outcome = run_eval(config, console)
     print_summary(console, outcome.summary, outcome.config, outcome.records)
     if config.visualize and outcome.status != "aborted":
@@ -161,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {shown(again)}", highlight=False, soft_wrap=True)
     if outcome.results_path.is_file():
         console.print(f"results: {outcome.results_path}")
-        print(outcome.results_path)
+        if not sys.stdout.isatty():  # the bare path for a script's pipe; on a terminal it is said once, above
+            print(outcome.results_path)
     code = EXIT_CODES[outcome.status]
     if workers_still_running(WORKER_PREFIX):
         # A call to a hung endpoint outlived the grace period: the interpreter would join it at

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from humanevalfix.cli._options import add_model_options, preset_from_args, sandbox_from_args
+from humanevalfix.cli._options import add_model_options, preset_from_args, sandbox_from_args, say_key
 
 HELP = 'repair your own Python file against your tests with the agent; prints a unified diff'
 
@@ -28,4 +28,7 @@ def run(args: argparse.Namespace) -> int:
     require_engine(args.engine)
     preset = preset_from_args(args)  # a bad --model fails here, before anything runs
     sandbox, docker = sandbox_from_args(args)
+    from rich.console import Console
+
+    say_key(Console(stderr=True), preset, args)
     return run_fix(args, preset, sandbox, docker)

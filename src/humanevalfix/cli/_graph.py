@@ -12,12 +12,14 @@ from pathlib import Path
 
 from rich.console import Console
 
+from humanevalfix.cli._options import output_file
+
 HELP = "draw the repair loop's LangGraph graph: a PNG (offline) and its Mermaid text (needs requirements-langgraph.txt)"
 TITLE = "humanevalfix repair graph (--engine langgraph)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("langgraph.png"), metavar="FILE", help="the PNG to write (default langgraph.png); the Mermaid text goes beside it as FILE.mmd and to stdout")
+    p.add_argument("--out", type=output_file, default=Path("langgraph.png"), metavar="FILE", help="the PNG to write (default langgraph.png); the Mermaid text goes beside it as FILE.mmd and to stdout")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,8 +19,9 @@ from typing import Sequence
 from rich.console import Console
 from rich.logging import RichHandler
 
-from humanevalfix import __version__
-from humanevalfix.config import load_dotenv_file
+from humanevalfix import FIRST_USE_LOGGER, __version__
+from humanevalfix.cli._argv import check_options
+from humanevalfix.envfiles import load_env_files
 from humanevalfix.errors import UserError
 from humanevalfix.safetext import SafeLogFilter, shown
 
@@ -71,7 +72,12 @@ def build_parser(prog: str = "humanevalfix") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    try:
+        check_options(parser, argv)  # an unknown option named, by its own command, before argparse misreads it
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse's error (2) or --help/--version (0): an exit status, as UserError's
+        return exc.code if isinstance(exc.code, int) else 2
     args.prog, args.argv = prog, argv  # for the commands that print how to run them again (--resume)
     level = logging.DEBUG if getattr(args, "debug", False) else logging.INFO if getattr(args, "verbose", False) else logging.WARNING
     # -v is a line per task from this package, not a line per HTTP request from the clients below
@@ -81,7 +87,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     handler.addFilter(SafeLogFilter())
     logging.basicConfig(level=level if level == logging.DEBUG else logging.WARNING, format="%(message)s", handlers=[handler])
     logging.getLogger("humanevalfix").setLevel(level)
-    load_dotenv_file()
+    logging.getLogger(FIRST_USE_LOGGER).setLevel(min(level, logging.INFO))  # one-time steps, always shown
+    # Keys live in .env files (never in options: shell history, results): the nearest, then the user's.
+    args.env_files = load_env_files()
     # SIGTERM (a scheduler, a `kill`) unwinds like Ctrl-C, so every command's `finally` stops what
     # it started: fork servers, the embedded model, Docker containers.
     old = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None

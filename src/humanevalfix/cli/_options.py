@@ -7,11 +7,15 @@ import math
 import urllib.parse
 from pathlib import Path
 
+from rich.console import Console
+
 from humanevalfix.agent import FEEDBACK_MODES
 from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
 from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
+from humanevalfix.envfiles import EnvFiles, key_line
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_seed, parse_temperatures, resolve
+from humanevalfix.models.served import ServedChoice, choose, first_key
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
@@ -46,6 +50,23 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be above 0, got {value}")
     return value
+
+
+def output_file(text: str) -> Path:
+    """A file to write, as typed (`--out` of every command): not a folder, not a device. Checked
+    when parsing, before anything runs; whether its folder takes files is probed later."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; give a file path, e.g. results/run.json")
+    path = Path(text)
+    # `runs/` names a folder (Path would drop the slash and write a file called `runs`).
+    if text.endswith("/") or not path.name or path.name in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{text} names a folder, not a file; give a file path, e.g. {text.rstrip('/')}/run.json")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path, e.g. {path / 'run.json'}")
+    if path.exists() and not path.is_file():
+        # Files are written beside and renamed over: a device such as /dev/null would be replaced.
+        raise argparse.ArgumentTypeError(f"{text} is not a regular file (a device, pipe or socket); give a file path, e.g. run.json")
+    return path
 
 
 def base_urls(text: str) -> str:
@@ -111,7 +132,30 @@ def sandbox_from_args(args: argparse.Namespace) -> tuple[str, DockerSettings]:
 
 
 def preset_from_args(args: argparse.Namespace) -> Preset:
+    return served_from_args(args).preset
+
+
+def explicit_sampling(args: argparse.Namespace) -> frozenset[str]:
+    """The preset fields given as options: a served model's preset does not override them."""
+    given = {"temperatures": args.temperatures, "max_tokens": args.max_tokens, "seed": args.seed, "native_tools": args.text_tools or None}
+    return frozenset(name for name, value in given.items() if value is not None)
+
+
+def served_from_args(args: argparse.Namespace) -> ServedChoice:
+    """The preset, and for --base-url without a named preset what the server serves and how to talk
+    to it (models.served: the embedded preset's sampling for the embedded model; without --model,
+    a tool-call probe otherwise, which the run makes after its input checks), said in one line."""
     presets = load_presets(args.models_file) if args.models_file else load_presets()
+    preset = _resolved(args, presets)
+    if not args.base_url or preset.provider != "compatible" or args.model in presets:
+        return ServedChoice(preset, "", None)
+    choice = choose(preset, presets, explicit_sampling(args), first_key(preset))
+    if choice.preset_reason and not choice.probe:
+        Console(stderr=True).print(choice.line(), highlight=False, soft_wrap=True, markup=False)
+    return choice
+
+
+def _resolved(args: argparse.Namespace, presets: dict[str, Preset]) -> Preset:
     return resolve(
         args.model,
         provider=args.provider,
@@ -137,3 +181,10 @@ def size_option(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
+
+
+def say_key(console: Console, preset: Preset, args: argparse.Namespace) -> None:
+    """The run's first lines say which key it uses and which file it came from (masked)."""
+    line = key_line(preset.key_env, preset.provider, getattr(args, "env_files", EnvFiles()))
+    if line:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from humanevalfix.safetext import visible
-from humanevalfix.cli._options import add_sandbox_options, non_negative_int, positive_float, positive_int, sandbox_from_args
+from humanevalfix.cli._options import add_sandbox_options, non_negative_int, output_file, positive_float, positive_int, sandbox_from_args
 
 HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
 
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
     p.add_argument("--plus-inputs", type=Path, metavar="FILE", help="re-scoring a results file: pass@1+ on EvalPlus's HumanEval+ inputs (its released .jsonl or .jsonl.gz: task_id HumanEval/N, plus_input, atol); default: inputs generated from each task's test and docstring")
-    p.add_argument("--out", type=Path, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
+    p.add_argument("--out", type=output_file, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
     p.add_argument("--verbose", "-v", action="store_true", help="a line per task")
 
 

@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with run_server(weights, preset.model, options) as (base_url, proc, log_path):
             print(f"serving {preset.model} ({weights}) at {base_url}", file=sys.stderr)
-            print(f"  e.g. python eval_humanevalfix.py --base-url {base_url} --model {preset.model} --text-tools", file=sys.stderr)
+            # Nothing else needed: the run finds the model and takes this preset's sampling (models.served).
+            print(f"  e.g. python eval_humanevalfix.py --base-url {base_url}", file=sys.stderr)
             print(f"  server log: {log_path}; Ctrl-C to stop", file=sys.stderr)
             print(base_url, flush=True)
             code = proc.wait()

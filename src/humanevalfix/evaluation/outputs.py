@@ -38,16 +38,32 @@ def _probe(folder: Path, option: str, shown: Path) -> None:
 
 
 def check_file(path: Path, option: str) -> None:
-    """`path` can be written as a file: not a directory, and its folder takes new files."""
+    """`path` can be written as a file: not a directory, not a device, and its folder takes new
+    files (missing folders are created when the run writes)."""
+    if not path.name or path.name in (".", ".."):  # `/`, `.`, `..`: Path.with_suffix would raise
+        raise UserError(f"{option} {path}: names a folder, not a file; give a file path, e.g. {path / 'run.json'}")
     if path.is_dir():
         raise UserError(f"{option} {path}: is a directory; give a file path, e.g. {path / 'run.json'}")
+    if path.exists() and not path.is_file():
+        # Results are written beside and renamed over: /dev/null itself would be replaced by a file.
+        raise UserError(f"{option} {path}: is not a regular file (a device, pipe or socket); give a file path, e.g. run.json")
     _probe(path.parent, option, path)
 
 
 def check_folder(path: Path, option: str) -> None:
     if path.exists() and not path.is_dir():
-        raise UserError(f"{option} {path}: is a file; give a folder (it is created when missing)")
+        kind = "file" if path.is_file() else "device, pipe or socket"
+        raise UserError(f"{option} {path}: is a {kind}; give a folder (it is created when missing)")
     _probe(path, option, path)
+
+
+def check_results_out(out: Path, stream: Path, option: str = "--out") -> None:
+    """The results file and the stream beside it (`run.json` and `run.jsonl`) can both be written,
+    and are two files: `--out run.jsonl` would be its own stream, overwritten at the end."""
+    check_file(out, option)
+    if stream == out:
+        raise UserError(f"{option} {out}: the per-task stream is written beside the results as .jsonl; give a .json path, e.g. {out.with_suffix('.json')}")
+    check_file(stream, f"{option} (its stream beside it)")
 
 
 def file_mode() -> int:
@@ -64,3 +80,12 @@ def file_mode() -> int:
 
 def chmod_like_open(fd: int) -> None:
     os.fchmod(fd, file_mode())
+
+
+def check_resume(path: Path) -> None:
+    """`--resume` names a run's stream or results file: a folder or a device is one line here
+    (a missing file is one line where the stream is read)."""
+    if path.is_dir():
+        raise UserError(f"--resume {path}: is a directory; give the run's .jsonl stream (or its .json results file)")
+    if path.exists() and not path.is_file():
+        raise UserError(f"--resume {path}: is not a regular file (a device, pipe or socket); give the run's .jsonl stream")

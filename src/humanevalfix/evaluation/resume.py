@@ -35,6 +35,7 @@ INFORMATIONAL = frozenset(
         "started_at",
         "tool_mode",
         "tool_mode_reason",
+        "preset_reason",  # a description; the sampling it chose is compared
     }
 )
 # How an error names a field: as the option the user typed.

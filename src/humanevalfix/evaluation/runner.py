@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
@@ -21,6 +22,7 @@ from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.config import RunConfig, default_out, public_config, results_path_for_stream, stream_path
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import outputs, resume
+from humanevalfix.evaluation.activity import Activity, EtaColumn, LiveProgress, TrackedExecutor, TrackedModel
 from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.runlock import run_lock
 from humanevalfix.evaluation.traces import write_trace
@@ -28,6 +30,7 @@ from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signal
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.keys import KeyPool
+from humanevalfix.models import served
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
@@ -106,14 +109,15 @@ def agent_fields(result: AgentResult) -> dict[str, Any]:
     )
 
 
-def _progress(console: Console) -> Progress:
-    return Progress(
+def _progress(console: Console, activity: Activity) -> Progress:
+    return LiveProgress(
+        activity,
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("passed [green]{task.fields[passed]}[/]  errors [red]{task.fields[errors]}[/]"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        EtaColumn(),
         console=console,
         transient=False,
     )
@@ -136,10 +140,12 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
     if config.resume:
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
+        outputs.check_resume(config.resume)
         stream_file = config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
         out = config.out or results_path_for_stream(stream_file)
     else:
         out = config.out or default_out(config.preset)
+        outputs.check_file(out, "--out")  # before its stream's name is made from it (`/` has none)
         stream_file = stream_path(out)
     if config.resume and not stream_file.exists():
         raise UserError(f"--resume: file not found: {stream_file}")
@@ -172,9 +178,11 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
     if not tasks:
         raise UserError("no tasks selected (check --tasks and --limit)")
     # Before anything is spent: the outputs can be written.
-    outputs.check_file(out, "--out")
+    outputs.check_results_out(out, stream_file)
     if config.traces:
         outputs.check_folder(config.traces, "--traces")
+    if config.probe_tools:  # after every input check: bad input spends nothing (models.served)
+        config = _probed(config, console)
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(
@@ -211,7 +219,7 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
                 engine=config.engine,
                 seed=preset.seed,
             )
-            mode = ToolMode(preset.native_tools)
+            mode = ToolMode(preset.native_tools, config.tools_reason)
             outcome = _execute(
                 config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
                 resume.prior_wall(out, old_records), endpoint.pool,
@@ -224,6 +232,12 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
             return outcome
     finally:
         pool.close()
+
+
+def _probed(config: RunConfig, console: Console) -> RunConfig:
+    choice = served.with_probed_tools(served.ServedChoice(config.preset, config.preset_reason or "", None, True), served.first_key(config.preset))
+    console.print(choice.line(), highlight=False, soft_wrap=True, markup=False)
+    return replace(config, preset=choice.preset, tools_reason=choice.tools_reason, probe_tools=False)
 
 
 def _start(stream: Stream, public: dict[str, Any]) -> None:
@@ -262,8 +276,15 @@ def _execute(
     status, problem = "complete", None
     health = EndpointHealth()
 
+    activity, slots = Activity(), itertools.count(1)
+
     def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
-        return run_task(task, model, pool, settings, mode, stop, sample)
+        slot = next(slots)  # the task's line under the bar: its turn, what it waits for, how long
+        try:
+            tracked = TrackedModel(model, activity, slot, task.task_id), TrackedExecutor(pool, activity, slot, task.task_id)
+            return run_task(task, *tracked, settings, mode, stop, sample)
+        finally:
+            activity.clear(slot)
 
     def keep(fut: Future[tuple[TaskRecord, AgentResult]]) -> TaskRecord | None:
         if fut.cancelled() or fut.exception() is not None:
@@ -284,8 +305,9 @@ def _execute(
         return record
 
     total = len(tasks) * config.samples
-    with SigtermAsInterrupt(), _progress(console) as progress:
-        bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0)
+    with SigtermAsInterrupt(), _progress(console, activity) as progress:
+        bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0, fresh=0)
+        fresh = 0  # finished in this run (not resumed): what the estimate goes by
         executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix=WORKER_PREFIX)
         # Only as many tasks in flight as workers: the next starts once a finished one has been
         # looked at, so a run that must stop (every key rejected, the server gone) starts no other.
@@ -314,7 +336,8 @@ def _execute(
                     if record is None:
                         continue
                     errors = sum(1 for r in done.values() if r.error)
-                    progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors)
+                    fresh += 1
+                    progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors, fresh=fresh)
                     if config.verbose or config.debug:
                         _print_task(progress.console, record)
                     reason = health.observe(record)

