@@ -136,12 +136,15 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
     return d
 
 
-def params_of(canonical: str, entry_point: str) -> list[str]:
+def function_def(canonical: str, entry_point: str) -> ast.FunctionDef | None:
+    """The entry point's `def` in the canonical solution, if it parses and has one."""
     try:
         tree = ast.parse(canonical)
     except SyntaxError:
-        return []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
-            return [a.arg for a in node.args.args]
-    return []
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == entry_point), None)
+
+
+def params_of(canonical: str, entry_point: str) -> list[str]:
+    node = function_def(canonical, entry_point)
+    return [a.arg for a in node.args.args] if node is not None else []

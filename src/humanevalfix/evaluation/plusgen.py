@@ -27,7 +27,7 @@ import zlib
 from collections import defaultdict
 from typing import Any, Callable, Iterator
 
-from humanevalfix.evaluation.plusdomain import Domain, domain_of, params_of
+from humanevalfix.evaluation.plusdomain import Domain, domain_of, function_def, params_of
 
 MAX_INPUTS = 240  # per task
 MAX_TEXT = 4_000  # characters of one input's repr
@@ -104,20 +104,16 @@ _TYPED_SEEDS: dict[str, list[Any]] = {
 
 def annotation_seeds(canonical: str, entry_point: str) -> list[Args]:
     """Seeds from the parameters' annotations (`s: str`), for a task whose test and docstring have no literal call."""
-    try:
-        tree = ast.parse(canonical)
-    except SyntaxError:
+    node = function_def(canonical, entry_point)
+    if node is None:
         return []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
-            pools = []
-            for arg in node.args.args:
-                name = ast.unparse(arg.annotation).split("[")[0] if arg.annotation else ""
-                if name not in _TYPED_SEEDS:
-                    return []
-                pools.append(_TYPED_SEEDS[name])
-            return [tuple(pool[i % len(pool)] for pool in pools) for i in range(max((len(p) for p in pools), default=0))]
-    return []
+    pools = []
+    for arg in node.args.args:
+        name = ast.unparse(arg.annotation).split("[")[0] if arg.annotation else ""
+        if name not in _TYPED_SEEDS:
+            return []
+        pools.append(_TYPED_SEEDS[name])
+    return [tuple(pool[i % len(pool)] for pool in pools) for i in range(max((len(p) for p in pools), default=0))]
 
 
 def constants(canonical: str) -> tuple[list[int | float], str]:

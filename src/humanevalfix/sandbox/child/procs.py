@@ -17,6 +17,7 @@ import resource
 import select
 import shutil
 import signal
+import sys
 import time
 from typing import Any
 
@@ -74,6 +75,15 @@ def apply_limits(limits: dict[str, int]) -> None:
         _soft, hard = resource.getrlimit(which)
         cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (cap, cap))
+
+
+def flush_std() -> None:
+    """Flush stdout and stderr, whatever state the code left them in."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
 
 
 def enter(workdir: str, limits: dict[str, int]) -> None:

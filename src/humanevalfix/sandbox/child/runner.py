@@ -76,14 +76,6 @@ def report(result_fd: int, nonce: str, outcome: dict[str, Any]) -> None:
     os.write(result_fd, data)
 
 
-def flush_std() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-
-
 def mode_arg() -> str:
     return sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "python"
 
@@ -145,7 +137,7 @@ def run_once() -> None:
     procs.enter(os.getcwd(), payload["limits"])
     outcome = judge_run(env, payload, judge_end.detach(), os.getcwd(), None, None)
     del payload
-    flush_std()
+    procs.flush_std()
     report(result_fd, nonce, outcome)
     procs.kill_descendants(os.getpid(), reap_children=True)
     # Skip interpreter shutdown: nothing left to do, and nothing to wait for.

@@ -157,7 +157,7 @@ def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, wor
         os.closerange(runner.CALL_FD + 1, 1 << 16)  # the socket, the note pipe, the received copies
         runner.procs.enter(workdir, request["limits"])
         outcome = runner.judge_run(env, request, runner.CALL_FD, workdir, 1, tests.get(key))
-        runner.flush_std()
+        runner.procs.flush_std()
     except BaseException as exc:  # the sandbox's own set-up failed: not the candidate's doing
         outcome = {"status": "error", "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"}
     try:
