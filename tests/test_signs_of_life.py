@@ -48,7 +48,7 @@ def test_a_task_shows_its_turn_what_it_waits_for_and_how_long() -> None:
     class SlowExecutor:
         name = "process"
 
-        def run(self, code: str, test: str) -> ExecResult:
+        def run(self, code: str, test: str, support: str = "") -> ExecResult:
             clock.now += 3
             seen.append(activity.lines())
             return ExecResult(status="passed", message="", duration_s=3.0)

@@ -209,3 +209,24 @@ def test_importing_a_subpackage_imports_none_of_its_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out
+
+
+def test_every_executor_takes_the_tasks_helpers_and_passes_them_on() -> None:
+    """`run(code, test, support)`: the task's own helpers reach the judge through every layer
+    (pool, tracking, fix's wrappers). A wrapper that drops `support` would let a candidate's own
+    helper (`poly`, `encode_cyclic`) decide its test again, silently."""
+    missing: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if "child" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for fn in cls.body:
+                if not (isinstance(fn, ast.FunctionDef) and fn.name == "run" and [a.arg for a in fn.args.args[:3]] == ["self", "code", "test"]):
+                    continue
+                params = [a.arg for a in fn.args.args]
+                calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("run", "_run")]
+                forwards = all(any(isinstance(a, ast.Name) and a.id == "support" for a in c.args) for c in calls)
+                if "support" not in params or not forwards:
+                    missing.append(f"{path.relative_to(ROOT)}:{cls.name}.run")
+    assert not missing, f"run() without `support`, or not passing it on: {missing}"

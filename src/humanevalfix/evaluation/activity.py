@@ -96,9 +96,9 @@ class TrackedExecutor:
     def __init__(self, inner: Any, activity: Activity, slot: int, task_id: str) -> None:
         self.inner, self.activity, self.slot, self.task_id = inner, activity, slot, task_id
 
-    def run(self, code: str, test: str) -> ExecResult:
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
         self.activity.set(self.slot, self.task_id, TESTING)
-        return self.inner.run(code, test)
+        return self.inner.run(code, test, support)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
