@@ -159,8 +159,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:28} {p.provider:10} {p.model}")
         return 0
     config = config_from_args(args)
-    say_key(console, config.preset, args)
-    outcome = run_eval(config, console)
+    # Which key, once the inputs are known good: a bad input stays one line.
+    outcome = run_eval(config, console, started=lambda: say_key(console, config.preset, args))
     print_summary(console, outcome.summary, outcome.config, outcome.records)
     if config.visualize and outcome.status != "aborted":
         from humanevalfix.reports.visualize import write_reports

@@ -10,7 +10,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -123,12 +123,12 @@ def _progress(console: Console, activity: Activity) -> Progress:
     )
 
 
-def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
+def run_eval(config: RunConfig, console: Console | None = None, started: Callable[[], None] | None = None) -> RunOutcome:
     console = console or Console(stderr=True)
     require_engine(config.engine)  # before a model server or a sandbox starts
     preload = preload_sdk(config.preset)
     try:
-        return _run(config, console)
+        return _run(config, console, started)
     finally:
         # An early error must not leave the interpreter exiting under a half-done import in
         # another thread (it aborts with "FATAL: exception not rethrown").
@@ -136,7 +136,7 @@ def run_eval(config: RunConfig, console: Console | None = None) -> RunOutcome:
             preload.join()
 
 
-def _run(config: RunConfig, console: Console) -> RunOutcome:
+def _run(config: RunConfig, console: Console, started: Callable[[], None] | None) -> RunOutcome:
     if config.resume:
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
@@ -153,10 +153,10 @@ def _run(config: RunConfig, console: Console) -> RunOutcome:
         outputs.check_file(out, "--out")  # the one-line error, before a lock file is made beside it
     # Held from before the stream is read (a torn tail is cut) until the results file is written.
     with run_lock(out, stream_file):
-        return _run_locked(config, console, out, stream_file)
+        return _run_locked(config, console, out, stream_file, started)
 
 
-def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Path) -> RunOutcome:
+def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Path, started: Callable[[], None] | None) -> RunOutcome:
     old_records: list[TaskRecord] = []
     old_config: dict[str, Any] | None = None
     if config.resume:
@@ -191,6 +191,8 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
         with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
+            if started is not None:
+                started()  # every input checked and the endpoint open (its keys too): the run starts
             preset = endpoint.preset
             run_cfg = replace(config, preset=preset)
             public = public_config(
