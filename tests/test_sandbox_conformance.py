@@ -915,12 +915,16 @@ def test_close_leaves_no_process_and_no_temp_dir(kind: str) -> None:
 def test_a_killed_server_is_replaced() -> None:
     executor = build_executor("process", Limits(timeout_s=TIMEOUT))
     marker = f"{random.randint(10**6, 10**7 - 1)}.{os.getpid() % 983}"
+    # The candidate's parent is the zygote; the server is the zygote's parent.
     killer = (
         "import os, signal, time\n"
         "def f(x):\n"
         "    if os.fork() == 0:\n"
         f"        os.execv('/bin/sleep', ['sleep', '{marker}'])\n"
-        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "    zygote = os.getppid()\n"
+        "    server = int(open(f'/proc/{zygote}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "    os.kill(server, signal.SIGKILL)\n"
+        "    os.kill(zygote, signal.SIGKILL)\n"
         "    time.sleep(1)\n"
         "    return x\n"
     )
@@ -1056,7 +1060,8 @@ def test_memory_beyond_the_container_limit_is_killed_and_the_executor_keeps_goin
     executor = build_executor("docker", Limits(timeout_s=20.0), docker=DockerSettings(memory=256 << 20))
     try:
         result = executor.run("def f(x):\n    blocks = [bytearray(64 << 20) for _ in range(12)]\n    return len(blocks)\n", TEST)
-        assert result.status == "failed" and "SIGKILL" in result.message and result.duration_s < 15, result
+        # The candidate's process is killed; the judge says so (it cannot see by which signal).
+        assert result.status == "failed" and "ended before the tests finished" in result.message and result.duration_s < 15, result
         still_works(executor)
         assert executor.starts == 1
     finally:

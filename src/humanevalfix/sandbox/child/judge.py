@@ -25,6 +25,11 @@ from types import ModuleType
 from typing import Any, Callable
 
 
+# The candidate's process died or hung up mid-call: killed at a limit (memory, CPU time, file
+# size), or it exited. Its parent is the zygote, so the judge cannot tell which.
+ENDED = "the code's process ended before the tests finished (killed at a memory or CPU limit, or it exited)"
+
+
 class CandidateFault(BaseException):
     """The candidate broke the protocol or ran out of time: the run fails whatever the test does.
     A BaseException, so that `except Exception:` in a test does not swallow it."""
@@ -72,7 +77,7 @@ class Channel:
         except plain.NotPlain as exc:
             raise self._fail(f"the test's arguments cannot be sent: {exc}") from None
         except OSError:
-            raise self._fail("the code's process ended before the tests finished") from None
+            raise self._fail(ENDED) from None
         self._busy = True
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
@@ -83,7 +88,7 @@ class Channel:
         except (TimeoutError, socket.timeout):
             raise self._fail(f"timed out after {self.timeout_s:g}s (an infinite loop?)", timed_out=True) from None
         except (EOFError, OSError):
-            raise self._fail("the code's process ended before the tests finished") from None
+            raise self._fail(ENDED) from None
         except plain.ProtocolError as exc:
             raise self._fail(f"the code's process sent {exc}") from None
         self._busy = False
