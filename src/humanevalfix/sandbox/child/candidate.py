@@ -26,9 +26,6 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, NoReturn
 
-CANDIDATE_FILE = "<candidate>"
-
-
 def serve(sock: socket.socket, env: Any, execution: ModuleType, procs: ModuleType, plain: ModuleType) -> NoReturn:
     """The candidate's whole life: load the code, answer calls until the judge hangs up."""
     _Candidate(sock, env, execution, procs, plain).serve()
@@ -184,7 +181,7 @@ class _Candidate:
             "base": builtin_base,
             "args": args,
             "text": self.execution.exception_text(exc),
-            "line": _candidate_line(exc),
+            "line": _candidate_line(exc, self.execution.CANDIDATE_FILE),
             "refused": self.refused(exc),
             "not_allowed": cls.__name__ == "NotAllowed",
         }
@@ -207,7 +204,7 @@ class _Candidate:
             return text
         asserted = isinstance(exc, AssertionError)
         parts = ["AssertionError" + (f": {text}" if text else "")] if asserted else [f"{type(exc).__name__}: {text}"]
-        line = _candidate_line(exc)
+        line = _candidate_line(exc, self.execution.CANDIDATE_FILE)
         if line is not None:
             parts.append(f"  {'assert in' if asserted else 'raised at'} candidate line {line}: {self.execution.source_line(code, line)}")
         return "\n".join(parts)
@@ -234,12 +231,13 @@ class _Candidate:
         os._exit(0)
 
 
-def _candidate_line(exc: BaseException) -> int | None:
+def _candidate_line(exc: BaseException, filename: str) -> int | None:
+    """The line of the candidate's code (compiled as `filename`) the exception came from."""
     try:
         frames = traceback.extract_tb(exc.__traceback__)
     except BaseException:
         return None
-    frame = next((f for f in reversed(frames) if f.filename == CANDIDATE_FILE), None)
+    frame = next((f for f in reversed(frames) if f.filename == filename), None)
     return frame.lineno if frame is not None and isinstance(frame.lineno, int) else None
 
 
