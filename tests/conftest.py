@@ -30,6 +30,9 @@ os.environ.update({name: "1" for name in OFFLINE_ENVS})
 import tempfile
 
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="humanevalfix-tests-config-")
+# The pass@1+ canonical answers kept by runs (evaluation/pluscases.py): the session's own folder,
+# not the user's cache.
+os.environ["HUMANEVALFIX_PLUS_CACHE"] = tempfile.mkdtemp(prefix="humanevalfix-tests-plus-cases-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = REPO_ROOT / "eval_humanevalfix.py"

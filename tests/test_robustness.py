@@ -17,6 +17,7 @@ from humanevalfix.config import RunConfig
 from humanevalfix.evaluation import plusgen
 from humanevalfix.evaluation import robustness as rb
 from humanevalfix.evaluation.dataset import Task
+from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.reports.summary import summary_table
 from humanevalfix.sandbox.executor import Executor, Limits
@@ -138,9 +139,9 @@ def test_a_task_with_no_literal_call_gets_seeds_from_its_annotations(all_tasks: 
 def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Task], executor: Executor) -> None:
     """find_zero's test asserts poly(xs, x) ~ 0: any root is right, so the check asks the same of each input."""
     task = all_tasks["Python/32"]
-    prop = rb.test_property(task.test, task.entry_point)
+    prop = asserted_property(task.test, task.entry_point)
     assert prop is not None and prop.params == ("coeffs",) and prop.result == "solution" and "poly(coeffs, solution)" in prop.asserts[0]
-    assert all(rb.test_property(t.test, t.entry_point) is None for tid, t in all_tasks.items() if tid != "Python/32")
+    assert all(asserted_property(t.test, t.entry_point) is None for tid, t in all_tasks.items() if tid != "Python/32")
     rightmost = (  # the largest root of the bracket, where the canonical solution finds the one bisection meets first
         "import math\n\ndef poly(xs, x):\n    return sum(c * math.pow(x, i) for i, c in enumerate(xs))\n\n"
         "def find_zero(xs):\n    lo, hi = -1.0, 1.0\n    while poly(xs, lo) * poly(xs, hi) > 0:\n        lo, hi = lo * 2, hi * 2\n"

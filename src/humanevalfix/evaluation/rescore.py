@@ -16,12 +16,12 @@ from typing import Any
 from humanevalfix import __version__
 from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.errors import UserError
-from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.generations import dataset_for
 from humanevalfix.evaluation.plusfile import PlusFile, generated_source
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, results_document, summarize
-from humanevalfix.evaluation.scorer import score
+from humanevalfix.evaluation.pluscases import CaseStore, default_directory
+from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.sandbox.executor import Executor
 
 
@@ -38,13 +38,15 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plu
     dataset = dataset_for(data, dataset_path)
     tasks = {t.task_id: t for t in dataset.tasks}
     records, changed = [], []
+    store = CaseStore(default_directory())
     for raw in data["tasks"]:
         record = TaskRecord.from_dict(raw)
         task = tasks.get(record.task_id)
         if task is None:
             raise UserError(f"{path}: task {record.task_id} is not in the dataset {dataset.source}")
-        verdict = score(record.first_code, record.final_code, task, executor)
         inputs = plus.inputs.get(task.task_id) if plus is not None else None
+        scored = score_task(record.first_code, record.final_code, task, executor, store, inputs)
+        verdict = scored.score
         if (verdict.passed, verdict.passed_first) != (record.passed, record.passed_first):
             changed.append(record.task_id)
         records.append(
@@ -53,7 +55,7 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plu
                 passed=verdict.passed,
                 passed_first=verdict.passed_first,
                 score_message=verdict.message,
-                **robustness.record_fields(record.first_code, record.final_code, task, executor, verdict.passed_first, verdict.passed, inputs),
+                **scored.plus_fields,
             )
         )
     wall = float((data.get("summary") or {}).get("wall_s") or 0.0)

@@ -37,8 +37,8 @@ from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
 from humanevalfix.evaluation.results import Summary, results_document, summarize, write_atomic
 from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
-from humanevalfix.evaluation import robustness
-from humanevalfix.evaluation.scorer import score
+from humanevalfix.evaluation.pluscases import CaseStore, default_directory
+from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.evaluation.validate import refuse_bad_rows
 from humanevalfix.redaction import redact_data
 from humanevalfix.safetext import shown
@@ -67,25 +67,26 @@ def run_task(
     mode: ToolMode,
     stop: threading.Event,
     sample: int = 0,
+    store: CaseStore | None = None,  # the run's pass@1+ cases, shared by its workers
 ) -> tuple[TaskRecord, AgentResult]:
     start = time.monotonic()
     settings = settings.for_sample(sample)
     result = repair(request_for_task(task, settings), model, executor, settings, mode, stop)
-    verdict = score(result.first_code, result.final_code, task, executor)
+    scored = score_task(result.first_code, result.final_code, task, executor, store or CaseStore(None))
     record = TaskRecord(
         task_id=task.task_id,
         entry_point=task.entry_point,
         bug_type=task.bug_type,
         failure_symptoms=task.failure_symptoms,
-        passed=verdict.passed,
-        passed_first=verdict.passed_first,
-        score_message=verdict.message,
+        passed=scored.score.passed,
+        passed_first=scored.score.passed_first,
+        score_message=scored.score.message,
         wall_s=round(time.monotonic() - start, 3),
-        error=result.error or verdict.error,
-        error_kind=result.error_kind if result.error else ("executor" if verdict.error else None),
+        error=result.error or scored.score.error,
+        error_kind=result.error_kind if result.error else ("executor" if scored.score.error else None),
         sample=sample,
         buggy_code=task.buggy_code,
-        **robustness.record_fields(result.first_code, result.final_code, task, executor, verdict.passed_first, verdict.passed),
+        **scored.plus_fields,
         **agent_fields(result),
     )
     return record, result
@@ -279,12 +280,13 @@ def _execute(
     health = EndpointHealth()
 
     activity, slots = Activity(), itertools.count(1)
+    store = CaseStore(default_directory())
 
     def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
         slot = next(slots)  # the task's line under the bar: its turn, what it waits for, how long
         try:
             tracked = TrackedModel(model, activity, slot, task.task_id), TrackedExecutor(pool, activity, slot, task.task_id)
-            return run_task(task, *tracked, settings, mode, stop, sample)
+            return run_task(task, *tracked, settings, mode, stop, sample, store)
         finally:
             activity.clear(slot)
 

@@ -4,15 +4,28 @@ It never reuses the agent's own tool results (those may have used other tests, o
 and it runs with the reference harness's prelude, like bigcode-evaluation-harness. The test
 runs in the sandbox's judge process with the task's own helpers (evaluation/support.py); the
 candidate's functions are reached in a process of their own.
+
+`score_task` adds the pass@1+ check (evaluation/robustness.py) in the same run where it can: once
+the task's canonical answers are known and the executor has a judge (executor.JUDGE), the check is
+appended to the test. The test marks the point it reached first (`@hefix.mark`, on the judge's
+channel), so the verdict is the test's alone, as if it had run by itself: the mark says whether
+the test passed; a run that ended before the mark ended inside the test, with the test's own
+status and message. Otherwise the test runs alone, and the check after it for a passing candidate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.dataset import Task
+from humanevalfix.evaluation.pluscases import CaseStore
+from humanevalfix.evaluation.robustness import Differential, Inputs, Robustness
 from humanevalfix.evaluation.support import support_code
-from humanevalfix.sandbox.executor import ExecResult, Executor
+from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor
+
+PASSED_MESSAGE = "all tests passed"
 
 
 @dataclass(frozen=True)
@@ -30,8 +43,13 @@ def score_code(code: str | None, task: Task, executor: Executor) -> ExecResult:
 
 
 def score(first_code: str | None, final_code: str | None, task: Task, executor: Executor) -> Score:
+    """The verdicts alone (no pass@1+)."""
     final = score_code(final_code, task, executor)
     first = final if first_code == final_code else score_code(first_code, task, executor)
+    return _score(first, final)
+
+
+def _score(first: ExecResult, final: ExecResult) -> Score:
     errors = [r.message for r in (final, first) if r.status == "error"]
     return Score(
         passed_first=first.passed,
@@ -39,3 +57,38 @@ def score(first_code: str | None, final_code: str | None, task: Task, executor: 
         message=final.message,
         error=f"executor: {errors[0]}" if errors else None,
     )
+
+
+@dataclass(frozen=True)
+class Scored:
+    score: Score
+    plus_fields: dict[str, Any]  # TaskRecord's pass@1+ fields (robustness.record_fields)
+
+
+def score_task(first_code: str | None, final_code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None = None) -> Scored:
+    """The verdicts and the pass@1+ checks of a task's first and final candidates."""
+    final = _judge(final_code, task, executor, store, inputs)
+    first = final if first_code == final_code else _judge(first_code, task, executor, store, inputs)
+    return Scored(_score(first[0], final[0]), robustness.record_fields(final[1], first[1]))
+
+
+def _judge(code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None) -> tuple[ExecResult, Robustness]:
+    if code is None:
+        return ExecResult("failed", "no candidate code"), Robustness(plus=None)
+    known = store.cached(task, None if inputs is None else inputs.args, 0.0 if inputs is None else inputs.atol, executor) if task.canonical_code else None
+    if known is not None and known.cases and JUDGE in getattr(executor, "guarantees", frozenset()):
+        program = robustness.check_program(task, known)
+        run = executor.run(code, task.test + "\n" + program.call, program.support)
+        mark = run.facts.get("test")
+        if mark is True:
+            verdict = ExecResult("passed", PASSED_MESSAGE, run.output, run.duration_s, run.exit_code, run.exec_s)
+            return verdict, robustness.outcome(code, task, robustness.read_run(run))
+        if mark is False or run.status != "passed":
+            return run, Robustness(plus=None)  # it failed inside the test: the test's own verdict
+        # Passed without reaching the mark: not what a judge does; the test alone decides.
+    verdict = score_code(code, task, executor)
+    if not verdict.passed:
+        return verdict, Robustness(plus=None)
+    cases = robustness.cases_for(task, executor, store, inputs)
+    d = Differential(None) if cases is None else robustness.differential(code, task, executor, cases)
+    return verdict, robustness.outcome(code, task, d)

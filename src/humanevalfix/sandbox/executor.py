@@ -36,10 +36,11 @@ from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.child.procs import kill_descendants
 
 OUTPUT_CAP = 4096
-RESULT_CAP = 1 << 16
+RESULT_CAP = 4 << 20  # the judge's report: its facts (judge.FACTS_BYTES) and the verdict
 GiB = 1 << 30
 MiB = 1 << 20
 LANG = "lang"  # guarantee of the restricted executors: the language itself is restricted
+JUDGE = "judge"  # guarantee of the child runner's executors: a judge the candidate cannot reach (facts, marks)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,6 @@ class ExecResult:
     # What the test program reported beside the verdict (the judge's `@hefix.fact`): plain data
     # from the judge's side, which the candidate cannot write (unlike `output`).
     facts: dict[str, Any] = field(default_factory=dict)
-
 
     @property
     def passed(self) -> bool:
@@ -117,7 +117,7 @@ def describe(jail: Jail, mode: str, warm: bool) -> str:
 
 
 def guarantees_of(jail: Jail, mode: str) -> frozenset[str]:
-    return jail.guarantees | ({LANG} if mode == "restricted" else frozenset())
+    return jail.guarantees | {JUDGE} | ({LANG} if mode == "restricted" else frozenset())
 
 
 def kill_group(pid: int) -> None:

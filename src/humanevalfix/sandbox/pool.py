@@ -51,6 +51,10 @@ class ExecutorPool:
         return self.sample.isolation
 
     @property
+    def guarantees(self) -> frozenset[str]:
+        return frozenset(getattr(self.sample, "guarantees", frozenset()))
+
+    @property
     def isolation_warning(self) -> str | None:
         """Why the isolation is weaker than `--sandbox auto` wanted (executors that say), or None."""
         return getattr(self.sample, "isolation_warning", None)

@@ -65,8 +65,8 @@ class Channel:
             pass
         return CandidateFault(self.fault)
 
-    def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
-        """Send one message and wait for the answer, until the run's deadline at most."""
+    def ask(self, message: dict[str, Any], fds: list[int] | None = None, deadline: float | None = None) -> dict[str, Any]:
+        """Send one message and wait for the answer, until `deadline` or the run's, whichever is first."""
         if self.fault is not None:
             raise CandidateFault(self.fault)
         if self._busy:
@@ -79,14 +79,16 @@ class Channel:
         except OSError:
             raise self._fail(ENDED) from None
         self._busy = True
-        remaining = self.deadline - time.monotonic()
+        own = deadline is not None and deadline < self.deadline
+        remaining = (deadline if own else self.deadline) - time.monotonic()
+        late = "the code did not answer within its time budget" if own else f"timed out after {self.timeout_s:g}s (an infinite loop?)"
         if remaining <= 0:
-            raise self._fail(f"timed out after {self.timeout_s:g}s (an infinite loop?)", timed_out=True)
+            raise self._fail(late, timed_out=True)
         self.sock.settimeout(remaining)
         try:
             answer, _ = plain.receive(self.sock)
         except (TimeoutError, socket.timeout):
-            raise self._fail(f"timed out after {self.timeout_s:g}s (an infinite loop?)", timed_out=True) from None
+            raise self._fail(late, timed_out=True) from None
         except (EOFError, OSError):
             raise self._fail(ENDED) from None
         except plain.ProtocolError as exc:
@@ -189,7 +191,9 @@ class Channel:
             }
         except plain.NotPlain as exc:
             raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
-        answer = self.ask(request)
+        # Waited for until the budget is spent (and the last call's limit, which the candidate
+        # keeps), not until the run's deadline: the judge is left the time to report.
+        answer = self.ask(request, deadline=time.monotonic() + float(budget_s) + BATCH_GRACE_S)
         results = answer.get("results")
         if type(results) is not list or len(results) > len(calls):
             raise self._fail("the code's process sent a malformed answer")
@@ -215,25 +219,47 @@ class Channel:
             pass
 
 
+BATCH_GRACE_S = 1.5  # past a batch's budget: its last call's limit (at most 1 s) and the answer's transfer
 STUB_NAME = "@hefix.stub"  # in a stub's __dict__: the candidate's name it calls
 BATCH = "@hefix.batch"  # the test's global for Channel.batch (not an identifier: no clash)
 FACT = "@hefix.fact"  # the test's global for reporting a fact beside the verdict
-FACT_CAP, FACTS_MAX = 2048, 16  # bytes of one fact (as JSON), facts per run: the report stays small
+MARK = "@hefix.mark"  # the test's global for marking a point it reached (the pass@1+ check's start)
+# Facts per run, and their bytes (as JSON) together: the report must fit the harness's cap on the
+# result pipe (executor.RESULT_CAP). The pass@1+ check's canonical answers are the largest.
+FACTS_MAX, FACTS_BYTES = 16, 2 << 20
 
 
 def fact_recorder(facts: dict[str, Any], plain: ModuleType) -> Callable[[str, Any], None]:
     """What the test calls to report a fact beside the verdict (the pass@1+ check's counts):
     the judge's own channel to the harness, which the candidate cannot reach, unlike stdout."""
+    sizes: dict[str, int] = {}
 
     def fact(key: str, value: Any) -> None:
         if not isinstance(key, str):
             raise TypeError("a fact's key is a str")
         tree = plain.to_tree(value)  # plain data only, and bounded
-        if len(json.dumps(tree)) > FACT_CAP or (key not in facts and len(facts) >= FACTS_MAX):
-            raise ValueError(f"facts are at most {FACTS_MAX}, of {FACT_CAP} bytes each")
+        size = len(json.dumps(tree)) + len(key)
+        if sum(sizes.values()) - sizes.get(key, 0) + size > FACTS_BYTES or (key not in facts and len(facts) >= FACTS_MAX):
+            raise ValueError(f"facts are at most {FACTS_MAX}, of {FACTS_BYTES} bytes together")
         facts[key] = tree
+        sizes[key] = size
 
     return fact
+
+
+def mark_recorder(facts: dict[str, Any], channel: Channel) -> Callable[[str], float]:
+    """What the test calls at a point it reached: the fact `key` says whether the run would have
+    passed there (no candidate fault so far), and it returns the seconds left before the run's
+    deadline. So a test can go on after that point (the pass@1+ check after the task's test, in
+    one run) and the harness still knows the task's verdict, whatever the rest does."""
+
+    def mark(key: str) -> float:
+        if not isinstance(key, str) or key in facts or len(facts) >= FACTS_MAX:
+            raise ValueError("a mark is a new fact's key")
+        facts[key] = channel.fault is None
+        return max(0.0, channel.deadline - time.monotonic())
+
+    return mark
 
 
 def _local_batch(func: Any, calls: list[tuple[Any, ...]], budget_s: float) -> list[tuple[str, Any]]:

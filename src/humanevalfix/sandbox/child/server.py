@@ -15,6 +15,7 @@ Standard library only: loaded by file path by runner.py, which hands itself over
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from typing import Any, NoReturn
 HEADER = struct.Struct("!Q")  # the harness's framing: a length, then that much JSON
 HARNESS_GONE = 3  # a standby judge's exit status when the harness closed the socket
 CACHE_LIMIT = 256 << 10  # tests (with their helpers) up to this size are compiled once and kept
+SEEN_MAX = 4096  # digests of tests seen once, kept to know a test's second coming
 ZYGOTE_PATIENCE_S = 5.0  # a zygote that takes longer to fork a candidate is taken for gone
 
 
@@ -119,7 +121,7 @@ class Zygote:
             return False
 
 
-def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: dict[str, Any], go_fd: int, call_fd: int) -> NoReturn:
+def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: Tests, go_fd: int, call_fd: int) -> NoReturn:
     """The judge of the next run, forked ahead of it: it takes the next request itself.
 
     Everything that does not depend on the request is done before it arrives, so a run costs
@@ -141,9 +143,11 @@ def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, wor
             os._exit(HARNESS_GONE)
         nonce = str(request["nonce"])
         key = test_key(request)
-        # For the server: the run started (its clock), and the test, to compile it for later runs.
-        fresh = key not in tests and len(key) <= CACHE_LIMIT
-        note = {"nonce": nonce, "timeout_s": request["timeout_s"], "test": request.get("test", "") if fresh else None, "support": request.get("support", "")}
+        # For the server: the run started (its clock), and the test, to compile it for later runs
+        # when this is the second time it comes (a test seen once, as in scoring, is not worth it).
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        fresh = key not in tests.compiled and len(key) <= CACHE_LIMIT and digest in tests.seen
+        note = {"nonce": nonce, "timeout_s": request["timeout_s"], "test": request.get("test", "") if fresh else None, "support": request.get("support", "") if fresh else "", "seen": digest}
         os.write(note_fd, json.dumps(note).encode() + b"\n")
         if go_fd >= 0 and os.read(go_fd, 1) != b"g":
             os._exit(HARNESS_GONE)  # the server is gone: nobody would clean up after this run
@@ -156,7 +160,7 @@ def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, wor
         report_fd = runner.RESULT_FD
         os.closerange(runner.CALL_FD + 1, 1 << 16)  # the socket, the note pipe, the received copies
         runner.procs.enter(workdir, request["limits"])
-        outcome = runner.judge_run(env, request, runner.CALL_FD, workdir, 1, tests.get(key))
+        outcome = runner.judge_run(env, request, runner.CALL_FD, workdir, 1, tests.compiled.get(key))
         runner.procs.flush_std()
     except BaseException as exc:  # the sandbox's own set-up failed: not the candidate's doing
         outcome = {"status": "error", "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"}
@@ -185,14 +189,29 @@ def clean_up(procs: ModuleType, me: int, workdir: str, keep: int) -> None:
         pass
 
 
-def remember_test(execution: ModuleType, env: Any, tests: dict[str, Any], test: str, support: str) -> None:
-    """Compile a test the judge saw for the first time, for the runs that follow (most recent last)."""
+class Tests:
+    """What the server keeps of the tests it has seen: compiled ones (test_key -> CompiledTest, None
+    when it does not compile), and the digests of those seen once, most recent last."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, Any] = {}
+        self.seen: dict[str, None] = {}
+
+    def saw(self, digest: str) -> None:
+        self.seen[digest] = None
+        if len(self.seen) > SEEN_MAX:
+            del self.seen[next(iter(self.seen))]
+
+
+def remember_test(execution: ModuleType, env: Any, tests: Tests, test: str, support: str) -> None:
+    """Compile a test the judge saw for the second time, for the runs that follow (most recent last)."""
+    key = test_key({"test": test, "support": support})
     try:
-        tests[test_key({"test": test, "support": support})] = execution.compile_test(env, test, support)
+        tests.compiled[key] = execution.compile_test(env, test, support)
     except Exception:
-        tests[test_key({"test": test, "support": support})] = None  # each judge compiles it again and reports why it cannot
-    if len(tests) > 256:
-        del tests[next(iter(tests))]
+        tests.compiled[key] = None  # each judge compiles it again and reports why it cannot
+    if len(tests.compiled) > 256:
+        del tests.compiled[next(iter(tests.compiled))]
 
 
 def fork_when_room(procs: ModuleType, patience_s: float = 5.0) -> int:
@@ -209,7 +228,7 @@ def fork_when_room(procs: ModuleType, patience_s: float = 5.0) -> int:
             time.sleep(0.01)
 
 
-def fork_standby(runner: ModuleType, env: Any, sock: socket.socket, workdir: str, tests: dict[str, Any], me: int, call_fd: int) -> tuple[int, dict[str, Any] | None, int]:
+def fork_standby(runner: ModuleType, env: Any, sock: socket.socket, workdir: str, tests: Tests, me: int, call_fd: int) -> tuple[int, dict[str, Any] | None, int]:
     """Fork the judge of the next run and wait until it has taken a request.
 
     (its pid, its note: None when it exited first, the write end of its go pipe or -1).
@@ -255,7 +274,7 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
     send(sock, {"ready": True, "pid": os.getpid()})
     me = os.getpid()
     count = 0
-    tests: dict[str, Any] = {}  # test_key -> execution.CompiledTest (None: it does not compile)
+    tests = Tests()
     while True:
         count += 1
         workdir = os.path.join(base, f"run-{count}")
@@ -311,6 +330,8 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
             return
         if note.get("test") is not None:
             remember_test(runner.execution, env, tests, str(note["test"]), str(note.get("support", "")))
+        else:
+            tests.saw(str(note.get("seen")))
 
 
 def connect(path: str) -> int:

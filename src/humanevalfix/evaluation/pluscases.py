@@ -1,0 +1,282 @@
+"""The pass@1+ check's cases: each extra input with the canonical solution's answer, computed once.
+
+EvalPlus computes its ground truth once per dataset and caches it; so does this. The answers come
+from one sandboxed run that holds no candidate code: the dataset's canonical solution, run by the
+judge, reports them on the judge's result pipe (`@hefix.fact`). They are kept for the process,
+and on disk (one file per task, named by the hash of everything they depend on: the task's code
+and test, the inputs or the generator's own source, and this module's) only where the executor
+keeps candidates off the host's file system: under `unshare` and `process` a candidate can write
+the user's files, and a verdict may depend only on what the candidate cannot touch.
+
+Which inputs become cases: those the canonical solution answers within PER_CALL_S each, in the
+generator's order (its costly mutations last), until it has spent CASES_BUDGET_S on the task: a
+slow canonical solution gets fewer inputs rather than a long check for every candidate. Inputs on
+which it raises, runs long or (for a property test) lacks the property are outside the task's
+domain; answers larger than CASE_BYTES as JSON are left out too. Both are counted as dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from humanevalfix.evaluation import plusdomain, plusgen
+from humanevalfix.evaluation.dataset import Task
+from humanevalfix.evaluation.plusproperty import asserted_property
+from humanevalfix.evaluation.support import support_code
+from humanevalfix.sandbox.executor import Executor
+from humanevalfix.sandbox.jail import FS
+
+PER_CALL_S = 0.25  # the canonical solution's time per call; longer: the input is dropped
+CASES_BUDGET_S = 0.2  # the canonical solution's time on one task's inputs, all together
+CANDIDATE_FACTOR = 10  # a candidate's limit per call: max(2 * PER_CALL_S, this times the canonical's), 1 s at most
+CASE_BYTES = 64 << 10  # one answer, as JSON
+TASK_BYTES = 1 << 20  # all of one task's cases, as JSON (they travel as one fact of the judge's)
+CACHE_ENV = "HUMANEVALFIX_PLUS_CACHE"  # the cache's directory, or "off"; default: the user's cache
+
+
+@dataclass(frozen=True)
+class Case:
+    text: str  # the arguments, as the source of a tuple literal
+    expected: Any  # the canonical answer in the check's normal form (JSON data); None for a property test
+    limit_s: float  # the candidate's time for this call
+
+
+@dataclass(frozen=True)
+class Cases:
+    cases: tuple[Case, ...]
+    dropped: int = 0
+    atol: float = 0.0
+    problem: str | None = None  # why they could not be computed (the executor failed): not checked
+
+    def to_json(self) -> str:
+        return json.dumps({"cases": [[c.text, c.expected, c.limit_s] for c in self.cases], "dropped": self.dropped, "atol": self.atol})
+
+
+# The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
+# and are kept as they are. Plain data only: an object of the candidate's cannot decide the
+# comparison. Indented for the body of a function.
+COMMON = '''
+    class _Slow(Exception):
+        pass
+    def _alarm(signum, frame):
+        raise _Slow()
+    def _plain(x, depth=0):
+        if depth > 20:
+            return ["deep"]
+        if x is None or type(x) in (bool, str):
+            return x
+        if type(x) is int:
+            return x if x.bit_length() < 13000 else ["bigint", hex(x)]
+        if isinstance(x, float) or type(x).__name__.startswith("float"):
+            return ["float", float(x)]
+        if type(x) is complex:
+            return ["complex", repr(x)]
+        if type(x) is bytes:
+            return ["bytes", repr(x)]
+        if type(x) in (list, tuple):
+            return [type(x).__name__, [_plain(i, depth + 1) for i in x]]
+        if type(x) in (set, frozenset):
+            return ["set", sorted(repr(_plain(i, depth + 1)) for i in x)]
+        if type(x) is dict:
+            return ["dict", sorted([repr(_plain(k, depth + 1)), repr(_plain(v, depth + 1))] for k, v in x.items())]
+        if type(x).__name__.startswith("int") and hasattr(x, "item"):
+            return _plain(int(x.item()), depth)
+        return ["object", type(x).__name__]
+    def _call(f, args, limit):
+        _signal.setitimer(_signal.ITIMER_REAL, limit)
+        try:
+            return f(*_copy.deepcopy(args))
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+    _prop = __PROPERTY__
+    if _prop:
+        _pns = dict(globals())
+        for _line in _prop["imports"]:
+            try:
+                exec(_line, _pns)
+            except Exception:
+                pass
+        _checks = [compile(_e, "<property>", "eval") for _e in _prop["asserts"]]
+    def _holds(args, out):
+        env = dict(_pns)
+        for name, value in zip(_prop["params"], args):
+            if name:
+                env[name] = _copy.deepcopy(value)
+        env[_prop["result"]] = out
+        _signal.setitimer(_signal.ITIMER_REAL, __PER_CALL__)
+        try:
+            return all(eval(_c, env) for _c in _checks)
+        except BaseException:
+            return False
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+'''
+
+# The answers: the canonical solution in its own namespace (with the task's helpers), on each
+# input in order, until the budget is spent; reported as the fact "cases".
+_ANSWERS = '''
+def _hefix_answers():
+    import ast as _ast, copy as _copy, json as _json, signal as _signal, time as _time
+__COMMON__
+    _ns = dict(globals())
+    exec(compile(__CANONICAL__, "<canonical>", "exec"), _ns)
+    _canonical = _ns[__ENTRY__]
+    _old = _signal.signal(_signal.SIGALRM, _alarm)
+    _spent, _size, _dropped, _cases = 0.0, 0, 0, []
+    for _text in __INPUTS__:
+        _left = __BUDGET__ - _spent
+        if _left <= 0:
+            _dropped += 1
+            continue
+        _t0 = _time.monotonic()
+        try:
+            _args = _ast.literal_eval(_text)
+            _raw = _call(_canonical, _args, min(__PER_CALL__, _left))
+            _took = _time.monotonic() - _t0
+            if _prop and not _holds(_args, _raw):
+                raise ValueError("the canonical answer does not have the test's property here")
+            _entry = [_text, None if _prop else _plain(_raw), min(1.0, max(2 * __PER_CALL__, __FACTOR__ * _took))]
+            _n = len(_json.dumps(_entry))
+            if _n > __CASE_BYTES__ or _size + _n > __TASK_BYTES__:
+                raise ValueError("too large to keep")
+        except BaseException:
+            _spent += _time.monotonic() - _t0
+            _dropped += 1
+            continue
+        _spent += _took
+        _size += _n
+        _cases.append(_entry)
+    _signal.signal(_signal.SIGALRM, _old)
+    globals()["@hefix.fact"]("cases", {"cases": _cases, "dropped": _dropped})
+'''
+
+
+def fill(program: str, task: Task, **values: Any) -> str:
+    """A program with the shared part and the task's property and settings in it."""
+    prop = asserted_property(task.test, task.entry_point)
+    text = program.replace("__COMMON__", COMMON).replace("__PROPERTY__", repr(None if prop is None else prop.as_literal()))
+    for name, value in {"PER_CALL": PER_CALL_S, "FACTOR": CANDIDATE_FACTOR, **values}.items():
+        text = text.replace(f"__{name}__", value if isinstance(value, str) else repr(value))
+    return text
+
+
+def answers_program(task: Task, inputs: list[tuple[Any, ...]]) -> str:
+    return fill(
+        _ANSWERS,
+        task,
+        BUDGET=CASES_BUDGET_S,
+        CASE_BYTES=CASE_BYTES,
+        TASK_BYTES=TASK_BYTES,
+        CANONICAL=repr(task.canonical_code),
+        ENTRY=repr(task.entry_point),
+        INPUTS=repr([repr(tuple(args)) for args in inputs]),
+    )
+
+
+def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor) -> Cases:
+    """The canonical solution's answers, from one sandboxed run without candidate code."""
+    # The function goes with the helpers (compiled as it is); the test is its call.
+    run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + answers_program(task, inputs))
+    found = run.facts.get("cases")
+    if not run.passed or not isinstance(found, dict):
+        return Cases((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
+    return _from_data(found, atol)
+
+
+def _from_data(data: dict[str, Any], atol: float) -> Cases:
+    cases = tuple(Case(str(t), e, float(limit)) for t, e, limit in data.get("cases") or [])
+    return Cases(cases, int(data.get("dropped") or 0), atol)
+
+
+# --- kept once computed ---------------------------------------------------------------------------
+
+
+def _source_digest() -> str:
+    """What the cases depend on besides the task: the generator's code and this module's."""
+    digest = hashlib.sha256()
+    for path in (plusgen.__file__, plusdomain.__file__, __file__):
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
+class CaseStore:
+    """Cases by task, computed on first use: in memory for the process, on disk where it is safe.
+
+    `directory`: where they are kept on disk (None: memory only). Thread-safe: the run's workers
+    share one store; two processes that compute the same task write the same file atomically.
+    """
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self._kept: dict[str, Cases] = {}
+        self._lock = threading.Lock()
+        self._version = _source_digest()
+
+    def key(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float) -> str:
+        given = "generated" if inputs is None else repr([repr(tuple(a)) for a in inputs])
+        fields = [self._version, task.task_id, task.entry_point, task.canonical_code or "", task.test, task.docstring or "", support_code(task), given, repr(atol)]
+        return hashlib.sha256("\x00".join(fields).encode()).hexdigest()
+
+    def cached(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float, executor: Executor) -> Cases | None:
+        """The cases if they are known already (no run); None otherwise."""
+        key = self.key(task, inputs, atol)
+        with self._lock:
+            found = self._kept.get(key)
+        if found is None and self._disk_ok(executor):
+            found = self._read(key, atol)
+            if found is not None:
+                with self._lock:
+                    self._kept[key] = found
+        return found
+
+    def get(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float, executor: Executor) -> Cases:
+        found = self.cached(task, inputs, atol, executor)
+        if found is not None:
+            return found
+        args = plusgen.task_inputs(task) if inputs is None else inputs
+        cases = compute(task, args, atol, executor) if args else Cases((), atol=atol)
+        if cases.problem is None:
+            key = self.key(task, inputs, atol)
+            with self._lock:
+                self._kept[key] = cases
+            if self._disk_ok(executor):
+                self._write(key, cases)
+        return cases
+
+    def _disk_ok(self, executor: Executor) -> bool:
+        return self.directory is not None and FS in getattr(executor, "guarantees", frozenset())
+
+    def _read(self, key: str, atol: float) -> Cases | None:
+        assert self.directory is not None
+        try:
+            data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            return _from_data(data, atol) if isinstance(data, dict) else None
+        except (OSError, ValueError, TypeError):
+            return None  # missing or damaged: computed again
+
+    def _write(self, key: str, cases: Cases) -> None:
+        assert self.directory is not None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(cases.to_json())
+            os.replace(tmp, self.directory / f"{key}.json")
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+
+def default_directory(environ: dict[str, str] | None = None) -> Path | None:
+    env = os.environ if environ is None else environ
+    chosen = env.get(CACHE_ENV)
+    if chosen:
+        return None if chosen.lower() == "off" else Path(chosen)
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "humanevalfix" / "plus-cases"
