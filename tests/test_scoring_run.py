@@ -140,7 +140,7 @@ def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(bwrap: Ex
 
 def test_answers_travel_in_the_normal_form_and_large_ones_are_left_out(bwrap: Executor, all_tasks: dict[str, Task]) -> None:
     task = all_tasks["Python/15"]  # string_sequence(n): a string of about 6n characters
-    cases = CaseStore(None).get(task, [(3,), (10**5,)], 0.0, bwrap)
+    cases = CaseStore(None).get(task, [(3,), (10**6,)], 0.0, bwrap)  # about 6.9 MB: past TASK_BYTES
     assert [c.text for c in cases.cases] == ["(3,)"] and cases.dropped == 1
     assert cases.cases[0].expected == "0 1 2 3"
     assert json.loads(Cases(cases.cases).to_json())["cases"][0][1] == "0 1 2 3"

@@ -8,9 +8,10 @@ and test, the inputs or the generator's own source, and this module's) only wher
 keeps candidates off the host's file system: under `unshare` and `process` a candidate can write
 the user's files, and a verdict may depend only on what the candidate cannot touch.
 
-Which inputs become cases: those the canonical solution answers within PER_CALL_S each, in the
-generator's order (its costly mutations last), until it has spent CASES_BUDGET_S on the task: a
-slow canonical solution gets fewer inputs rather than a long check for every candidate. Inputs on
+Which inputs become cases: those the canonical solution answers within PER_CALL_S each (a fifth of
+that after three inputs ran past it), in the generator's order (its costly mutations last), until
+the answers kept have cost it CASES_BUDGET_S (a slow canonical solution gets fewer inputs rather
+than a long check for every candidate) or the run has taken ANSWERS_BUDGET_S. Inputs on
 which it raises, runs long or (for a property test) lacks the property are outside the task's
 domain; answers larger than CASE_BYTES as JSON are left out too. Both are counted as dropped.
 """
@@ -34,10 +35,11 @@ from humanevalfix.sandbox.executor import Executor
 from humanevalfix.sandbox.jail import FS
 
 PER_CALL_S = 0.25  # the canonical solution's time per call; longer: the input is dropped
-CASES_BUDGET_S = 0.2  # the canonical solution's time on one task's inputs, all together
+CASES_BUDGET_S = 0.2  # the canonical solution's time on the inputs kept for one task, together
+ANSWERS_BUDGET_S = 3.0  # the answers run's time on one task, the dropped inputs' included
 CANDIDATE_FACTOR = 10  # a candidate's limit per call: max(2 * PER_CALL_S, this times the canonical's), 1 s at most
-CASE_BYTES = 64 << 10  # one answer, as JSON
 TASK_BYTES = 1 << 20  # all of one task's cases, as JSON (they travel as one fact of the judge's)
+CASE_BYTES = TASK_BYTES  # one answer (a large one, f(1000) of Python/106, is where a fix fails)
 CACHE_ENV = "HUMANEVALFIX_PLUS_CACHE"  # the cache's directory, or "off"; default: the user's cache
 
 
@@ -129,16 +131,15 @@ __COMMON__
     exec(compile(__CANONICAL__, "<canonical>", "exec"), _ns)
     _canonical = _ns[__ENTRY__]
     _old = _signal.signal(_signal.SIGALRM, _alarm)
-    _spent, _size, _dropped, _cases = 0.0, 0, 0, []
+    _start, _kept_s, _size, _dropped, _slow, _per_call, _cases = _time.monotonic(), 0.0, 0, 0, 0, __PER_CALL__, []
     for _text in __INPUTS__:
-        _left = __BUDGET__ - _spent
-        if _left <= 0:
+        if _kept_s >= __BUDGET__ or _time.monotonic() - _start >= __RUN_BUDGET__:
             _dropped += 1
             continue
         _t0 = _time.monotonic()
         try:
             _args = _ast.literal_eval(_text)
-            _raw = _call(_canonical, _args, min(__PER_CALL__, _left))
+            _raw = _call(_canonical, _args, _per_call)
             _took = _time.monotonic() - _t0
             if _prop and not _holds(_args, _raw):
                 raise ValueError("the canonical answer does not have the test's property here")
@@ -146,11 +147,13 @@ __COMMON__
             _n = len(_json.dumps(_entry))
             if _n > __CASE_BYTES__ or _size + _n > __TASK_BYTES__:
                 raise ValueError("too large to keep")
-        except BaseException:
-            _spent += _time.monotonic() - _t0
+        except BaseException as _exc:
             _dropped += 1
+            if isinstance(_exc, _Slow):
+                _slow += 1
+                _per_call = __PER_CALL__ / 5 if _slow >= 3 else _per_call  # a domain with long runs: spend less on each
             continue
-        _spent += _took
+        _kept_s += _took
         _size += _n
         _cases.append(_entry)
     _signal.signal(_signal.SIGALRM, _old)
@@ -167,11 +170,12 @@ def fill(program: str, task: Task, **values: Any) -> str:
     return text
 
 
-def answers_program(task: Task, inputs: list[tuple[Any, ...]]) -> str:
+def answers_program(task: Task, inputs: list[tuple[Any, ...]], budget_s: float = CASES_BUDGET_S) -> str:
     return fill(
         _ANSWERS,
         task,
-        BUDGET=CASES_BUDGET_S,
+        BUDGET=budget_s,
+        RUN_BUDGET=ANSWERS_BUDGET_S,
         CASE_BYTES=CASE_BYTES,
         TASK_BYTES=TASK_BYTES,
         CANONICAL=repr(task.canonical_code),
@@ -180,10 +184,10 @@ def answers_program(task: Task, inputs: list[tuple[Any, ...]]) -> str:
     )
 
 
-def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor) -> Cases:
+def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor, budget_s: float = CASES_BUDGET_S) -> Cases:
     """The canonical solution's answers, from one sandboxed run without candidate code."""
     # The function goes with the helpers (compiled as it is); the test is its call.
-    run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + answers_program(task, inputs))
+    run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + answers_program(task, inputs, budget_s))
     found = run.facts.get("cases")
     if not run.passed or not isinstance(found, dict):
         return Cases((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
@@ -209,19 +213,21 @@ def _source_digest() -> str:
 class CaseStore:
     """Cases by task, computed on first use: in memory for the process, on disk where it is safe.
 
-    `directory`: where they are kept on disk (None: memory only). Thread-safe: the run's workers
-    share one store; two processes that compute the same task write the same file atomically.
+    `directory`: where they are kept on disk (None: memory only); `budget_s`: CASES_BUDGET_S, or
+    another to see what it changes (bench/plus_cases.py). Thread-safe: the run's workers share one
+    store; two processes that compute the same task write the same file atomically.
     """
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, budget_s: float = CASES_BUDGET_S) -> None:
         self.directory = directory
+        self.budget_s = budget_s
         self._kept: dict[str, Cases] = {}
         self._lock = threading.Lock()
         self._version = _source_digest()
 
     def key(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float) -> str:
         given = "generated" if inputs is None else repr([repr(tuple(a)) for a in inputs])
-        fields = [self._version, task.task_id, task.entry_point, task.canonical_code or "", task.test, task.docstring or "", support_code(task), given, repr(atol)]
+        fields = [self._version, repr(self.budget_s), task.task_id, task.entry_point, task.canonical_code or "", task.test, task.docstring or "", support_code(task), given, repr(atol)]
         return hashlib.sha256("\x00".join(fields).encode()).hexdigest()
 
     def cached(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float, executor: Executor) -> Cases | None:
@@ -241,7 +247,7 @@ class CaseStore:
         if found is not None:
             return found
         args = plusgen.task_inputs(task) if inputs is None else inputs
-        cases = compute(task, args, atol, executor) if args else Cases((), atol=atol)
+        cases = compute(task, args, atol, executor, self.budget_s) if args else Cases((), atol=atol)
         if cases.problem is None:
             key = self.key(task, inputs, atol)
             with self._lock:
