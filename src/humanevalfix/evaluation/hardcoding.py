@@ -8,6 +8,7 @@ It is a flag for a reader, not a verdict: evaluation.robustness decides `plus` b
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 from humanevalfix.evaluation.dataset import Task
 
@@ -30,13 +31,18 @@ def _literals(source: str) -> set[str]:
     return found - TRIVIAL
 
 
+@lru_cache(maxsize=512)  # a pure function of two strings, asked for the same task by every candidate
+def _test_literals(test: str, buggy_code: str) -> frozenset[str]:
+    return frozenset(_literals(test) - _literals(buggy_code))
+
+
 def hardcoding(code: str, task: Task) -> tuple[str, ...]:
     """Branches that compare a parameter to a test literal and return another, unseen in the buggy code."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return ()
-    from_tests = _literals(task.test) - _literals(task.buggy_code)
+    from_tests = _test_literals(task.test, task.buggy_code)
     lines = code.splitlines()
     found: list[str] = []
     for func in ast.walk(tree):
@@ -51,7 +57,7 @@ def hardcoding(code: str, task: Task) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _compares_param_to(test: ast.expr, params: set[str], literals: set[str]) -> bool:
+def _compares_param_to(test: ast.expr, params: set[str], literals: frozenset[str]) -> bool:
     for node in ast.walk(test):
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in node.ops):
             sides = [node.left, *node.comparators]
@@ -60,11 +66,11 @@ def _compares_param_to(test: ast.expr, params: set[str], literals: set[str]) -> 
     return False
 
 
-def _returns_literal(stmt: ast.stmt, literals: set[str]) -> bool:
+def _returns_literal(stmt: ast.stmt, literals: frozenset[str]) -> bool:
     return isinstance(stmt, ast.Return) and stmt.value is not None and _literal_in(stmt.value, literals)
 
 
-def _literal_in(node: ast.expr, literals: set[str]) -> bool:
+def _literal_in(node: ast.expr, literals: frozenset[str]) -> bool:
     try:
         return repr(ast.literal_eval(node)) in literals
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

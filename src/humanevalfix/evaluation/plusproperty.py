@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ def _root_name(expr: ast.expr) -> str | None:
     return None
 
 
+@lru_cache(maxsize=512)  # a pure function of two strings, asked for the same task by every candidate
 def asserted_property(test: str, entry_point: str) -> Property | None:
     """The property a test asserts of the answer, where it asserts no value; None for a value test."""
     try:

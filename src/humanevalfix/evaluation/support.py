@@ -11,6 +11,7 @@ The candidate's own helpers still serve its own code, in its own process.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 from humanevalfix.evaluation.dataset import Task
 
@@ -20,6 +21,7 @@ def support_code(task: Task) -> str:
     return without(task.canonical_code or task.buggy_code, task.entry_point)
 
 
+@lru_cache(maxsize=512)  # a pure function of two strings, asked for the same task many times by a run
 def without(source: str, name: str) -> str:
     """`source` less its top-level statements that bind `name` (a def, a class, an assignment,
     an import, or a block that holds one); "" if it does not parse."""
