@@ -177,7 +177,7 @@ def test_every_committed_run_has_its_golden_report() -> None:
     assert len(eval_results()) >= 10
 
 
-SCORED = ("passed", "passed_first", "passed_plus", "passed_first_plus", "suspect_hardcoding")
+SCORED = ("passed", "passed_first", "plus", "plus_first", "suspect_hardcoding")
 
 
 def test_committed_results_rescore_to_the_same_verdicts(tmp_path: Path) -> None:
