@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.evaluation import dataset as ds
-from humanevalfix.agent import AgentSettings, ToolMode
-from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe, protocol_of
+from humanevalfix.agent import ToolMode
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
 from humanevalfix.models.client import ChatModel, ChatRequest, RetryPolicy
 from humanevalfix.agent.codecheck import check_candidate
 from humanevalfix.errors import ModelCallError, UserError
@@ -48,6 +48,7 @@ from humanevalfix.evaluation.runner import run_task
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.evaluation.scorer import score_code
 from humanevalfix.agent.toolcalls import extract_calls, first_usable
+from humanevalfix.runspec import AgentSpec, ModelSpec, ProtocolSpec, agent_settings, from_dict
 
 BASELINE_MAX_TOKENS = 768
 LIVE_POLL_S = 30.0
@@ -132,9 +133,10 @@ def agent_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOCOL)
             config, records = data["config"], data["tasks"]
     except (OSError, ValueError, KeyError, StopIteration) as exc:
         raise UserError(f"--agent-results {path}: not a results file or stream ({type(exc).__name__}: {exc})") from None
-    if config["model"] != model_id:
-        raise UserError(f"--agent-results {path}: model {config['model']!r}, but the baseline runs {model_id!r}")
-    used = protocol_of(config)
+    spec = from_dict(config, f"--agent-results {path}: config")
+    if spec.model.model != model_id:
+        raise UserError(f"--agent-results {path}: model {spec.model.model!r}, but the baseline runs {model_id!r}")
+    used = spec.protocol.name
     if used != protocol:
         raise UserError(f"--agent-results {path}: that run used --protocol {used}; pass --protocol {used} to compare like with like")
     return {r["task_id"]: r for r in records if r.get("sample", 0) == 0 and not r.get("error")}
@@ -184,13 +186,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) if need_model else nullcontext() as endpoint:
             if endpoint is not None:  # without one, both sides come from files: no agent runs
-                settings = AgentSettings(
-                    max_iters=args.max_iters,
-                    temperatures=endpoint.preset.temperatures,
-                    max_tokens=endpoint.preset.max_tokens,
-                    docstring=PROTOCOLS[args.protocol].docstring,
-                    feedback=PROTOCOLS[args.protocol].feedback,
-                )
+                # Built as eval builds them: the preset's seed and the default engine included.
+                settings = agent_settings(ModelSpec.of(endpoint.preset), ProtocolSpec.named(args.protocol), AgentSpec(max_iters=args.max_iters))
                 mode = ToolMode(endpoint.preset.native_tools)
             stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
             for i, task in enumerate(tasks, 1):

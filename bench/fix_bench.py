@@ -45,6 +45,7 @@ from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import read_stream
 from humanevalfix.evaluation.results import load_results
 from humanevalfix.models.presets import Preset, load_presets, resolve
+from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import SANDBOXES, build_executor
 
@@ -114,10 +115,11 @@ def eval_side_from(path: Path, model_id: str) -> EvalSide:
     else:
         data = load_results(path)
         config, tasks = data["config"], data["tasks"]
-    if config.get("model") != model_id:
-        raise UserError(f"--eval-results {path}: model {config.get('model')!r}, but fix runs {model_id!r}")
+    spec = from_dict(config, f"--eval-results {path}: config")
+    if spec.model.model != model_id:
+        raise UserError(f"--eval-results {path}: model {spec.model.model!r}, but fix runs {model_id!r}")
     passed = {r["task_id"]: bool(r["passed"]) for r in tasks if r.get("sample", 0) == 0 and not r.get("error")}
-    return EvalSide(passed, str(path), bool(config.get("docstring", True)), config.get("max_iters"))
+    return EvalSide(passed, str(path), spec.protocol.docstring, None if "max_iters" in spec.unrecorded else spec.agent.max_iters)
 
 
 def run_eval(tasks: list[ds.Task], model_args: list[str], args: argparse.Namespace, out: Path) -> None:

@@ -206,15 +206,16 @@ def test_resume_refuses_other_docker_limits_naming_the_option(tmp_path: Path, ti
     isolation text that shows them is only informational)."""
     from dataclasses import replace
 
-    from humanevalfix.config import public_config
+    from humanevalfix.config import run_spec
+    from humanevalfix.runspec import RunSpec
     from humanevalfix.evaluation import resume
     from humanevalfix.models.presets import resolve
     from humanevalfix.sandbox.docker import DockerSettings
 
     base = RunConfig(preset=resolve("oracle:canonical"), dataset_path=tiny_dataset, sandbox="docker", docker=DockerSettings(image="img:1"))
 
-    def public(config: RunConfig) -> dict[str, Any]:
-        return public_config(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="docker", isolation="docker container")
+    def public(config: RunConfig) -> RunSpec:
+        return run_spec(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="docker", isolation="docker container")
 
     resume.check(public(base), public(base), tmp_path / "r.jsonl")  # the same settings: accepted
     for changed, option in [
@@ -225,8 +226,8 @@ def test_resume_refuses_other_docker_limits_naming_the_option(tmp_path: Path, ti
         with pytest.raises(UserError) as info:
             resume.check(public(base), public(replace(base, docker=changed)), tmp_path / "r.jsonl")
         assert option in str(info.value)
-    not_docker = public_config(base, dataset_source="s", dataset_sha256="abc", task_ids=[], executor_name="bwrap", isolation="bwrap")
-    assert not_docker["docker"] is None  # nothing recorded that did not apply
+    not_docker = run_spec(base, dataset_source="s", dataset_sha256="abc", task_ids=[], executor_name="bwrap", isolation="bwrap")
+    assert not_docker.sandbox.docker is None and not_docker.to_dict()["docker"] is None  # nothing recorded that did not apply
 
 
 def test_docker_variables_do_not_concern_other_sandboxes(tmp_path: Path, tiny_dataset: Path) -> None:

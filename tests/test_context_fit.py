@@ -139,5 +139,5 @@ def test_a_run_records_the_cuts_and_says_so_and_a_prompt_that_never_fits_ends_as
     assert stuck.context_trims and stuck.context_trims[-1].startswith("turn 0: tests: first 2 of")
     assert all(r.passed and r.context_trims == [] for e, r in by_entry.items() if e != first)
     console = Console(file=io.StringIO(), width=400)
-    print_summary(console, outcome.summary, outcome.config, outcome.records)
+    print_summary(console, outcome.summary, outcome.spec, outcome.records)
     assert "1 ended at the context limit" in console.file.getvalue()  # type: ignore[attr-defined]

@@ -396,7 +396,7 @@ def test_the_oracles_through_the_graph_engine(tmp_path: Path, dataset_path: Path
 
 
 def test_older_results_read_as_builtin_and_the_summary_shows_the_engine() -> None:
-    from humanevalfix.agent.engines import engine_of
+    from humanevalfix.runspec import from_dict
     from humanevalfix.evaluation.results import load_results
     from humanevalfix.reports.summary import summary_table
     from rich.console import Console
@@ -405,9 +405,9 @@ def test_older_results_read_as_builtin_and_the_summary_shows_the_engine() -> Non
     assert "engine" not in load_results(older)["config"]  # written before --engine existed
     run = load_run(older)
     assert run.engine == "builtin" and "engine: builtin" in summary_lines(run)
-    assert engine_of({"engine": "langgraph"}) == "langgraph" and engine_of({}) == "builtin"
+    assert from_dict({"engine": "langgraph"}).agent.engine == "langgraph" and from_dict({}).agent.engine == "builtin"
     console = Console(record=True, width=200)
-    console.print(summary_table(_summary(older), {"engine": "langgraph"}))
+    console.print(summary_table(_summary(older), from_dict({"engine": "langgraph"})))
     assert re.search(r"engine\s+│\s+langgraph", console.export_text())
 
 

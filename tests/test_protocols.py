@@ -18,7 +18,8 @@ from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import UserError
 from humanevalfix.agent import AgentSettings, Rewrite, request_for_task
 from humanevalfix.agent.prompts import rewrite_messages, task_prompt
-from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, protocol_of
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
+from humanevalfix.runspec import from_dict
 from humanevalfix.reports.summary import summary_table
 from humanevalfix.evaluation.runner import run_eval
 
@@ -119,6 +120,10 @@ def test_fix_still_takes_feedback() -> None:
     assert build_parser().parse_args(["fix", "f.py", "--tests", "t.py", "--feedback", "none"]).feedback == "none"
 
 
+def protocol_of(config: dict[str, Any]) -> str:
+    return from_dict(config).protocol.name  # the migration of a results config (runspec)
+
+
 def test_older_results_are_given_their_protocol() -> None:
     assert protocol_of({"protocol": "hidden"}) == "hidden"
     assert protocol_of({"docstring": True, "feedback": "tests"}) == "agent"  # the old default
@@ -126,6 +131,8 @@ def test_older_results_are_given_their_protocol() -> None:
     assert protocol_of({"docstring": False, "feedback": "tests"}) == "tests"
     assert protocol_of({"docstring": True, "feedback": "example"}) == "hidden"
     assert protocol_of({"docstring": False, "feedback": "none"}).startswith("custom")
+    # A spec written as it is: the protocol as named, its parts with it.
+    assert from_dict({"schema_version": 2, "protocol": "tests", "docstring": False, "feedback": "tests"}).protocol.name == "tests"
 
 
 def _canonical(tasks: dict[str, Task], prompts: list[str]) -> Callable[[Recorded], Response]:
@@ -166,7 +173,7 @@ def test_a_run_sends_what_its_protocol_shows_and_records_it(
     config = results_of(outcome.results_path)["config"]
     assert (config["protocol"], config["docstring"], config["feedback"]) == (protocol, p.docstring, p.feedback)
     console = Console(file=io.StringIO(), width=200)
-    console.print(summary_table(outcome.summary, outcome.config))
+    console.print(summary_table(outcome.summary, outcome.spec))
     text = console.file.getvalue()
     assert f"{protocol}{f' ({p.published})' if p.published else ''}: {p.summary[:30]}" in " ".join(text.split())
 

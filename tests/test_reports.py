@@ -256,7 +256,7 @@ def test_shipped_priced_preset_shows_its_cost_in_the_summary_the_results_and_the
     assert document["config"]["preset"]["price_per_1m"] == {"input": 0.15, "output": 0.60}
 
     console = Console(file=io.StringIO(), width=200)
-    console.print(summary_table(outcome.summary, outcome.config))
+    console.print(summary_table(outcome.summary, outcome.spec))
     assert "estimated cost" in console.file.getvalue() and "$0.0001" in console.file.getvalue()
 
     page = write_reports(outcome.results_path, tmp_path / "priced")[1].read_text(encoding="utf-8")

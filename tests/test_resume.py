@@ -223,21 +223,22 @@ def test_resume_without_a_path_uses_the_interrupted_runs_own_source(
 def test_resume_refuses_another_prompt_lookup_since_it_can_flip_a_greedy_near_tie(tmp_path: Path, dataset_path: Path) -> None:
     from dataclasses import replace
 
-    from humanevalfix.config import public_config
+    from humanevalfix.config import run_spec
+    from humanevalfix.runspec import RunSpec, from_dict
     from humanevalfix.evaluation import resume
     from humanevalfix.models.presets import load_presets, resolve
 
     config = RunConfig(preset=resolve("local", presets=load_presets()), dataset_path=dataset_path)
 
-    def public(prompt_lookup: int) -> dict[str, Any]:
-        return public_config(replace(config, prompt_lookup=prompt_lookup), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
+    def public(prompt_lookup: int) -> RunSpec:
+        return run_spec(replace(config, prompt_lookup=prompt_lookup), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
 
     resume.check(public(10), public(10), tmp_path / "r.jsonl")
     with pytest.raises(UserError, match=r"option --prompt-lookup differs from the interrupted run \(10 there, 0 now\)"):
         resume.check(public(10), public(0), tmp_path / "r.jsonl")
-    exact = public_config(replace(config, prompt_lookup=6, exact_lookup=True), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
+    exact = run_spec(replace(config, prompt_lookup=6, exact_lookup=True), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
     with pytest.raises(UserError, match=r"option --exact-lookup differs from the interrupted run \(False there, True now\)"):
         resume.check(public(6), exact, tmp_path / "r.jsonl")
-    older = public(10)
-    del older["embedded_server"]  # a stream from before it was recorded: it cannot say
-    resume.check(older, public(0), tmp_path / "r.jsonl")
+    stored = public(10).to_dict()
+    del stored["embedded_server"]  # a stream from before it was recorded: it cannot say
+    resume.check(from_dict(stored), public(0), tmp_path / "r.jsonl")

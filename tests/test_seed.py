@@ -16,7 +16,8 @@ from typing import Any, Callable
 import pytest
 
 from humanevalfix.agent import AgentSettings
-from humanevalfix.config import RunConfig, public_config
+from humanevalfix.config import RunConfig, run_spec
+from humanevalfix.runspec import RunSpec, from_dict
 from humanevalfix.errors import ConfigError, UserError
 from humanevalfix.evaluation import resume
 from humanevalfix.evaluation.dataset import Task
@@ -96,16 +97,17 @@ def test_each_request_carries_its_seed_over_http_and_the_results_record_it(
 def test_resume_refuses_another_seed_and_a_run_from_before_seeds_counts_as_unseeded(tmp_path: Path, tiny_dataset: Path) -> None:
     presets = load_presets()
 
-    def public(seed: int | None) -> dict[str, Any]:
+    def public(seed: int | None) -> RunSpec:
         config = RunConfig(preset=resolve("local", seed=seed, presets=presets), dataset_path=tiny_dataset)
-        return public_config(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
+        return run_spec(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
 
     stream = tmp_path / "r.jsonl"
     resume.check(public(0), public(0), stream)
     with pytest.raises(UserError, match=r"option --seed differs from the interrupted run \(0 there, 5 now\)"):
         resume.check(public(0), public(5), stream)
-    older = public(None)
-    del older["sampling"]["seed"]  # a stream written before seeds were sent
+    stored = public(None).to_dict()
+    del stored["sampling"]["seed"]  # a stream written before seeds were sent
+    older = from_dict(stored)
     resume.check(older, public(None), stream)  # `--seed none` continues it as it ran
     with pytest.raises(UserError, match=r"option --seed differs from the interrupted run \(None there, 0 now\)"):
         resume.check(older, public(0), stream)

@@ -20,6 +20,7 @@ from humanevalfix.evaluation.activity import ETA_AFTER, Activity, LiveProgress, 
 from humanevalfix.evaluation.results import summarize
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.reports.summary import cost_text, summary_table
+from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.executor import ExecResult
 from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
 
@@ -123,7 +124,7 @@ def test_cost_is_local_or_a_dash_without_a_price() -> None:
     assert cost_text(None, "compatible").startswith("— ")
     assert cost_text(0.000081, "openai") == "$0.0001"
     console = Console(file=io.StringIO(), width=200)
-    console.print(summary_table(summarize([], 1.0, 0.0, 0.0), {"provider": "local", "model": "qwen"}))
+    console.print(summary_table(summarize([], 1.0, 0.0, 0.0), from_dict({"provider": "local", "model": "qwen"})))
     assert "$0.0000" not in console.file.getvalue() and "local (no per-token price)" in console.file.getvalue()
 
 

@@ -8,13 +8,13 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from humanevalfix import __version__
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
+from humanevalfix.runspec import AgentSpec, DatasetSpec, DockerSpec, EmbeddedServerSpec, HostSpec, ModelSpec, ProtocolSpec, RunSpec, SandboxSpec
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
@@ -155,7 +155,7 @@ def results_path_for_stream(stream: Path) -> Path:
     return stream.with_suffix(".json")
 
 
-def public_config(
+def run_spec(
     config: RunConfig,
     *,
     dataset_source: str,
@@ -164,46 +164,23 @@ def public_config(
     executor_name: str,
     isolation: str,
     isolation_warning: str | None = None,
-) -> dict[str, Any]:
-    """Enough to reproduce the run; holds no secret (key variable names only). --resume compares
-    every field that affects results (evaluation.resume: all but the informational ones)."""
+    skipped_rows: list[str] | None = None,
+) -> RunSpec:
+    """Enough to reproduce the run; holds no secret (key variable names only). What --resume
+    compares is tagged on each field (runspec)."""
     p = config.preset
-    return {
-        "project_version": __version__,
-        "model": p.model,
-        "preset": p.public(),
-        "preset_reason": config.preset_reason,  # --base-url: why this preset's sampling (models.served)
-        "provider": p.provider,
-        "base_url": p.base_url,
-        # seed: the base of each request's seed (None: none sent), agent._settings.request_seed.
-        "sampling": {"temperatures": list(p.temperatures), "max_tokens": p.max_tokens, "seed": p.seed},
-        "native_tools": p.native_tools,  # False: --text-tools (the tool described in the prompt)
-        # Mostly speed, but drafted tokens are checked in batches, whose arithmetic can flip a greedy
-        # near tie (docs/local-model.md): compared on --resume, and timings compared like with like.
-        "embedded_server": {"prompt_lookup": config.prompt_lookup, "exact_lookup": config.exact_lookup} if p.provider == "local" else None,
-        "max_iters": config.max_iters,
-        "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it
-        "feedback": config.feedback,
-        "engine": config.engine,  # agent.engines: who walked the steps (the same policy either way)
-        "samples": config.samples,
-        "docstring": config.docstring,  # False: the prompt left the task's docstring out (--no-docstring)
-        "executor": executor_name,
-        # The container's image and limits can change verdicts (numpy's version, a memory cap), so
-        # they are compared on --resume like the executor; the isolation text below only shows them.
-        "docker": (
-            {"image": config.docker.tag, "cpus": config.docker.cpus, "memory": config.docker.memory, "pids": config.docker.pids}
-            if executor_name == "docker"
-            else None
+    docker = config.docker
+    return RunSpec(
+        dataset=DatasetSpec(dataset_source, dataset_sha256, tuple(task_ids), tuple(skipped_rows) if skipped_rows else None),
+        model=ModelSpec.of(p, config.preset_reason, EmbeddedServerSpec(config.prompt_lookup, config.exact_lookup)),
+        protocol=ProtocolSpec.named(config.protocol),
+        agent=AgentSpec(max_iters=config.max_iters, engine=config.engine, samples=config.samples, workers=config.workers),
+        sandbox=SandboxSpec(
+            executor=executor_name,
+            docker=DockerSpec(docker.tag, docker.cpus, docker.memory, docker.pids) if executor_name == "docker" else None,
+            isolation=isolation,
+            isolation_warning=isolation_warning,
+            timeout_s=config.timeout_s,
         ),
-        "isolation": isolation,
-        # Set when `--sandbox auto` ran below file-system isolation: why (e.g. "bwrap failed: ...").
-        "isolation_warning": isolation_warning,
-        "timeout_s": config.timeout_s,
-        "dataset_source": dataset_source,
-        "dataset_sha256": dataset_sha256,
-        "task_ids": task_ids,
-        "workers": config.workers,
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+        host=HostSpec(__version__, platform.python_version(), f"{platform.machine()}, {os.cpu_count()} cores", time.strftime("%Y-%m-%dT%H:%M:%S%z")),
+    )

@@ -72,8 +72,9 @@ def _feedback_test(task: Task, mode: str) -> str | None:
 
 
 def request_for_task(task: Task, settings: AgentSettings) -> RepairRequest:
-    """The benchmark's request: the buggy function, its docstring (unless --no-docstring), the
-    tests --feedback chooses; rewrite allowed where there is a description to write from."""
+    """The benchmark's request: the buggy function, its docstring and the tests as --protocol
+    chooses (settings.docstring, settings.feedback); rewrite allowed where there is a description
+    to write from."""
     described = settings.docstring and bool(task.docstring.strip())
     tests = _feedback_test(task, settings.feedback)
     # Without a description the shown tests are the specification (HumanEvalFixTests): a stuck

@@ -45,7 +45,7 @@ class AgentSettings:
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7)
     max_tokens: int = 1024
     repeat_bump: float = 0.2  # added to the temperature per repeated candidate so far
-    docstring: bool = True  # the task's docstring in the prompt (eval --no-docstring: left out)
+    docstring: bool = True  # the task's docstring in the prompt (eval: as --protocol says; `tests` leaves it out)
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
     rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
     seed: int | None = None  # the preset's: base of each request's seed (request_seed); None sends none

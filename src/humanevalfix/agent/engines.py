@@ -3,24 +3,16 @@
 Both run the same steps and routes (agent._steps), so a run's results do not depend on the
 engine; tests/test_langgraph_engine.py checks that attempt by attempt. The engine is recorded in
 the results all the same (`config.engine`), shown beside the protocol, and a resumed run must
-use the interrupted run's engine (evaluation/resume.py compares it), so that one label holds for every task.
+use the interrupted run's engine (the run spec tags it result-affecting), so that one label holds for every task.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 ENGINES: dict[str, str] = {
     "builtin": "the built-in loop",
     "langgraph": "the same steps as a LangGraph StateGraph (pip install -r requirements-langgraph.txt)",
 }
 DEFAULT_ENGINE = "builtin"
-
-
-def engine_of(config: dict[str, Any]) -> str:
-    """A results config's engine; runs from before `--engine` used the built-in loop."""
-    name = config.get("engine")
-    return name if isinstance(name, str) and name else DEFAULT_ENGINE
 
 
 def require_engine(name: str) -> None:

@@ -131,7 +131,7 @@ def _answer(target: Target) -> str:
 def task_prompt(request: RepairRequest, text_protocol: bool = False, current_failure: str = "") -> str:
     """The task: what to fix, what it should do, any rules, the code, the tests, how it fails now.
 
-    Without a description (eval --no-docstring) the model sees only the buggy code and the tests,
+    Without a description (eval --protocol tests) the model sees only the buggy code and the tests,
     as in the reference HumanEvalFixTests prompt."""
     target = request.target
     parts = [f"Fix the bug in {_named(target)}."]

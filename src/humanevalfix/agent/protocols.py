@@ -13,7 +13,6 @@ sits beside published pass@1. The verdict is always the full tests, run apart fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,18 +35,6 @@ PROTOCOLS: dict[str, Protocol] = {
 }
 # HumanEvalFixTests is the setting of OctoPack's main table, so the default number is comparable.
 DEFAULT_PROTOCOL = "tests"
-
-
-def protocol_of(config: dict[str, Any]) -> str:
-    """A results config's protocol; runs from before `--protocol` recorded docstring and feedback."""
-    name = config.get("protocol")
-    if isinstance(name, str) and name in PROTOCOLS:
-        return name
-    docstring, feedback = config.get("docstring", True) is not False, config.get("feedback", "tests")
-    for p in PROTOCOLS.values():
-        if (p.docstring, p.feedback) == (docstring, feedback):
-            return p.name
-    return f"custom (docstring {'shown' if docstring else 'hidden'}, feedback {feedback})"
 
 
 def describe(name: str) -> str:

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # Which key, once the inputs are known good: a bad input stays one line.
     outcome = run_eval(config, console, started=lambda: say_key(console, config.preset, args))
-    print_summary(console, outcome.summary, outcome.config, outcome.records)
+    print_summary(console, outcome.summary, outcome.spec, outcome.records)
     if config.visualize and outcome.status != "aborted":
         from humanevalfix.reports.visualize import write_reports
 

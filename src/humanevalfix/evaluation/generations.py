@@ -27,6 +27,7 @@ from humanevalfix.redaction import redact_data
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.errors import UserError
 from humanevalfix.jsonio import read_json
+from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.evaluation.passk import counts_by_task, mean_pass_at_k, ks_for
 from humanevalfix.evaluation.results import load_results
@@ -82,19 +83,19 @@ def generations_from_results(document: dict[str, Any], dataset_ids: Sequence[str
     A task without a final candidate exports "" (it fails in both scorers, as it did in ours).
     """
     records = document.get("tasks") or []
-    config = document.get("config") or {}
+    spec = from_dict(document.get("config") or {}, "results file: config")
     by_task: dict[str, dict[int, str]] = {}
     for rec in records:
         by_task.setdefault(rec["task_id"], {})[int(rec.get("sample", 0))] = rec.get("final_code") or ""
     order = [t for t in dataset_ids if t in by_task]
-    wanted = config.get("task_ids") or order
+    wanted = list(spec.dataset.task_ids) or order
     missing = [t for t in wanted if t not in by_task]
     if missing:
         raise UserError(
             f"export: {len(missing)} task(s) of the run have no result (e.g. {missing[0]}); "
             "finish the run with --resume first"
         )
-    samples = int(config.get("samples") or 1)
+    samples = spec.agent.samples
     short = [t for t in wanted if len(by_task[t]) < samples]
     if short:
         raise UserError(f"export: task {short[0]} has fewer than {samples} samples; finish the run with --resume first")

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix import __version__
-from humanevalfix.agent.protocols import protocol_of
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation.generations import dataset_for
 from humanevalfix.evaluation.plusfile import PlusFile, generated_source
@@ -22,6 +21,7 @@ from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, results_document, summarize
 from humanevalfix.evaluation.pluscases import CaseStore, default_directory
 from humanevalfix.evaluation.scorer import score_task
+from humanevalfix.runspec import RunSpec, ScoringSpec, from_dict
 from humanevalfix.sandbox.executor import Executor
 
 
@@ -29,12 +29,13 @@ from humanevalfix.sandbox.executor import Executor
 class Rescored:
     document: dict[str, Any]
     changed: list[str]  # task ids whose verdict differs from the recorded one
+    spec: RunSpec  # the document's config
 
 
 def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plus: PlusFile | None = None) -> Rescored:
     """`plus`: EvalPlus's HumanEval+ inputs (its tasks); the generated inputs otherwise."""
     data = load_results(path)
-    config = dict(data.get("config") or {})
+    spec = from_dict(data.get("config") or {}, f"{path}: config")
     dataset = dataset_for(data, dataset_path)
     tasks = {t.task_id: t for t in dataset.tasks}
     records, changed = [], []
@@ -59,14 +60,14 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plu
             )
         )
     wall = float((data.get("summary") or {}).get("wall_s") or 0.0)
-    price = ((config.get("preset") or {}).get("price_per_1m")) or {}
-    config["protocol"] = protocol_of(config)  # older runs: inferred from docstring and feedback
-    config["plus_source"] = plus.source() if plus is not None else generated_source()  # which inputs gave pass@1+
-    config["rescored"] = {
+    rescored = {
         "project_version": __version__,
         "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "executor": getattr(executor, "name", "?"),
         "verdicts_changed": changed,
     }
-    summary = summarize(records, wall, price.get("input"), price.get("output"))
-    return Rescored(results_document(config, summary, records, str(data.get("status") or "complete")), changed)
+    # Which inputs gave pass@1+. An older run's config is written back migrated (its protocol named),
+    # with nothing added that it did not record.
+    spec = spec.with_section("scoring", ScoringSpec(plus.source() if plus is not None else generated_source(), rescored))
+    summary = summarize(records, wall, *spec.model.prices)
+    return Rescored(results_document(spec.to_dict(), summary, records, str(data.get("status") or "complete")), changed, spec)

@@ -19,7 +19,7 @@ from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.models.client import ChatModel, RetryPolicy
-from humanevalfix.config import RunConfig, default_out, public_config, results_path_for_stream, stream_path
+from humanevalfix.config import RunConfig, default_out, results_path_for_stream, run_spec, stream_path
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.activity import Activity, EtaColumn, LiveProgress, TrackedExecutor, TrackedModel
@@ -41,6 +41,7 @@ from humanevalfix.evaluation.pluscases import CaseStore, default_directory
 from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.evaluation.validate import refuse_bad_rows
 from humanevalfix.redaction import redact_data
+from humanevalfix.runspec import RunSpec, from_dict
 from humanevalfix.safetext import shown
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,15 @@ class RunOutcome:
     results_path: Path
     stream_path: Path
     summary: Summary
-    config: dict[str, Any]
+    spec: RunSpec  # as written to the results file
     records: list[TaskRecord]
     status: str  # complete | complete_with_errors | interrupted | aborted
     loop_s: float = 0.0  # from the first task submitted to the last one finished (no start-up, no writing)
     problem: str | None = None  # why an aborted run stopped (one line)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.spec.to_dict()
 
 
 def run_task(
@@ -159,11 +164,12 @@ def _run(config: RunConfig, console: Console, started: Callable[[], None] | None
 
 def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Path, started: Callable[[], None] | None) -> RunOutcome:
     old_records: list[TaskRecord] = []
-    old_config: dict[str, Any] | None = None
+    old_spec: RunSpec | None = None
     if config.resume:
         old_config, old_records = read_stream(stream_file)
-        data = resume.dataset_for(config.dataset_path, old_config, config.max_field_chars)
-        tasks = resume.tasks_of(data, old_config, stream_file)
+        old_spec = from_dict(old_config, f"{stream_file}: config")
+        data = resume.dataset_for(config.dataset_path, old_spec, config.max_field_chars)
+        tasks = resume.tasks_of(data, old_spec, stream_file)
         listed = {t.task_id for t in tasks}
         strays = [r.task_id for r in old_records if r.task_id not in listed]
         if strays:
@@ -196,7 +202,7 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
                 started()  # every input checked and the endpoint open (its keys too): the run starts
             preset = endpoint.preset
             run_cfg = replace(config, preset=preset)
-            public = public_config(
+            spec = run_spec(
                 run_cfg,
                 dataset_source=data.source,
                 dataset_sha256=data.sha256,
@@ -204,27 +210,18 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
                 executor_name=pool.sample.name,
                 isolation=pool.sample.isolation,
                 isolation_warning=pool.isolation_warning,
+                skipped_rows=skipped,  # listed and counted, never scored
             )
-            if skipped:
-                public["skipped_rows"] = skipped  # listed and counted, never scored
             stream = Stream(stream_file)
-            if old_config is not None:
-                resume.check(old_config, public, stream_file)
-                public["started_at"] = old_config.get("started_at", public["started_at"])
+            if old_spec is not None:
+                resume.check(old_spec, spec, stream_file)
+                spec = replace(spec, host=replace(spec.host, started_at=old_spec.host.started_at or spec.host.started_at))
             else:
-                _start(stream, public)
-            settings = AgentSettings(
-                max_iters=config.max_iters,
-                feedback=config.feedback,
-                temperatures=preset.temperatures,
-                max_tokens=preset.max_tokens,
-                docstring=config.docstring,
-                engine=config.engine,
-                seed=preset.seed,
-            )
+                _start(stream, spec)
+            settings = spec.agent_settings()
             mode = ToolMode(preset.native_tools, config.tools_reason)
             outcome = _execute(
-                config, console, tasks, endpoint.model, pool, settings, mode, stream, public, old_records, out, preset,
+                config, console, tasks, endpoint.model, pool, settings, mode, stream, spec, old_records, out, preset,
                 resume.prior_wall(out, old_records), endpoint.pool,
             )
             if outcome.status in ("complete", "complete_with_errors"):
@@ -243,9 +240,9 @@ def _probed(config: RunConfig, console: Console) -> RunConfig:
     return replace(config, preset=choice.preset, tools_reason=choice.tools_reason, probe_tools=False)
 
 
-def _start(stream: Stream, public: dict[str, Any]) -> None:
+def _start(stream: Stream, spec: RunSpec) -> None:
     try:
-        stream.start(public)
+        stream.start(spec.to_dict())
     except OSError as exc:
         raise UserError(f"--out: cannot write the stream {stream.path} ({exc.strerror or exc})") from None
 
@@ -263,7 +260,7 @@ def _execute(
     settings: AgentSettings,
     mode: ToolMode,
     stream: Stream,
-    public: dict[str, Any],
+    spec: RunSpec,
     old_records: list[TaskRecord],
     out: Path,
     preset: Any,
@@ -366,20 +363,20 @@ def _execute(
     order = {(t.task_id, s): i for i, (t, s) in enumerate((t, s) for t in tasks for s in range(config.samples))}
     records = sorted(done.values(), key=lambda r: order.get(r.key, 1 << 30))
     wall = time.monotonic() - started + prior_wall
-    public = dict(public, tool_mode=mode.name, tool_mode_reason=mode.reason)
+    spec = replace(spec, agent=replace(spec.agent, tool_mode=mode.name, tool_mode_reason=mode.reason))
     summary = summarize(records, wall, preset.price_in, preset.price_out)
     if keys is not None and keys.dropped():
         summary = replace(summary, dropped_keys=keys.dropped())
     if len(records) == total:
         status = "complete_with_errors" if summary.errors else "complete"
-    document = results_document(public, summary, records, status)
+    document = results_document(spec.to_dict(), summary, records, status)
     try:
         with signals_held():
             write_atomic(out, document)
     except OSError as exc:
         status = "aborted"
         problem = f"cannot write the results file {out}: {exc.strerror or exc}; every finished task is in {stream.path}"
-    return RunOutcome(out, stream.path, summary, public, records, status, loop_s, problem)
+    return RunOutcome(out, stream.path, summary, spec, records, status, loop_s, problem)
 
 
 def _wind_down(pending: set[Future[tuple[TaskRecord, AgentResult]]], keep: Any) -> str | None:

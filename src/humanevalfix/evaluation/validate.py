@@ -13,7 +13,7 @@ work too; the loader is evaluation/dataset.py `task_from_row`):
                                it runs after the prelude and the candidate in one namespace
   canonical_solution optional  the correct body (appended to `declaration`), or
   canonical_code     optional  the whole correct program; needed for `--model oracle:canonical`
-  example_test       optional  a smaller test for `--feedback example` (same rules as `test`)
+  example_test       optional  a smaller test, the feedback of eval's `--protocol hidden` (same rules as `test`)
   docstring          optional  what the function should do, shown to the model
   bug_type           optional  a category for the reports, e.g. "operator misuse"
   failure_symptoms   optional  a second category, e.g. "incorrect output", "infinite loop"

@@ -29,7 +29,6 @@ from humanevalfix.agent import AgentResult
 from humanevalfix.errors import UserError
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.sandbox.jail import probe
 from humanevalfix.models.presets import Preset
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.traces import write_trace
@@ -47,28 +46,21 @@ def fix_executor(
 ) -> Executor:
     """The sandbox for `fix`: bwrap showing `needs` (the user's project) read-only at their own paths.
 
-    `auto` takes bwrap where it works with those binds; where it does not, unshare (own network
-    and PID namespaces) or process, which share the host's file system: `warn` is told why, and
-    that a candidate can then write anywhere the user can. RestrictedPython cannot run pytest or
-    import the user's modules, so `restricted` is refused. `docker` binds `needs` read-only into the
+    `auto` is chosen as for eval (sandbox.factory): bwrap where it works with those binds; where it
+    does not, unshare (own network and PID namespaces) or process, which share the host's file
+    system: `warn` is told why, and that a candidate can then write anywhere the user can.
+    RestrictedPython cannot run pytest or import the user's modules, so `restricted` is refused. `docker` binds `needs` read-only into the
     container at their own paths (the image must have what your tests import: the default one has
     the standard library, numpy and pytest).
     """
     if kind == "restricted":
         raise UserError("--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; use --sandbox auto, bwrap, unshare, process or docker")
-    if kind == "docker":
-        return build_executor(kind, limits, ro_binds=needs, docker=docker)
-    if kind == "auto":
-        problem = probe("bwrap", ro_binds=needs)
-        if problem is None:
-            kind = "bwrap"
-        else:
-            kind = "unshare" if probe("unshare") is None else "process"
-            (warn or _stderr)(
-                f"no bwrap jail ({problem}): candidates run under {kind}, which does not isolate the file system: "
-                "a candidate can write anywhere you can (install bubblewrap, or run fix in a tree you can restore)"
-            )
-    return build_executor(kind, limits, ro_binds=needs if kind == "bwrap" else ())
+    if kind == "auto":  # the choice itself is the factory's, as for eval; the advice is fix's
+        return build_executor(kind, limits, ro_binds=needs, warn=lambda line: (warn or _stderr)(f"{line} ({FALLBACK_ADVICE})"))
+    return build_executor(kind, limits, ro_binds=needs if kind in ("bwrap", "docker") else (), docker=docker)
+
+
+FALLBACK_ADVICE = "install bubblewrap, or run fix in a tree you can restore"
 
 
 def _stderr(line: str) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from rich.console import Console
 from rich.markup import escape
 
-from humanevalfix.agent import AgentResult, AgentSettings, Attempt, RepairRequest, ToolMode, repair
+from humanevalfix.agent import AgentResult, Attempt, RepairRequest, ToolMode, repair
 from humanevalfix.agent.codecheck import fingerprint
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.evaluation.dataset import Task
@@ -34,6 +34,7 @@ from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy
 from humanevalfix.models.presets import Preset
 from humanevalfix.models.providers import open_endpoint
+from humanevalfix.runspec import AgentSpec, ModelSpec, ProtocolSpec, agent_settings
 from humanevalfix.sandbox.executor import ExecResult
 
 EXECUTED = ("passed", "failed", "timeout", "error")  # attempt outcomes that ran the tests
@@ -234,9 +235,8 @@ def find_fix(
                 console.print(f"widening the scope to {_scope_line(stage)} after {turns} turn{'s' if turns != 1 else ''}")
             scope = Scope(user_file.source, user_file.path.name, user_file.module, stage.function)
             told = ScopedExecutor(executor, localizer, stage.function)
-            settings = AgentSettings(
-                max_iters=stage.turns - 1, feedback=args.feedback, temperatures=used.temperatures, max_tokens=used.max_tokens,
-                engine=getattr(args, "engine", DEFAULT_ENGINE), seed=used.seed,
+            settings = agent_settings(
+                ModelSpec.of(used), ProtocolSpec("fix", True, args.feedback), AgentSpec(max_iters=stage.turns - 1, engine=getattr(args, "engine", DEFAULT_ENGINE))
             )
             log.offset = len(scopes)
             result = repair(_request(user_file, tests, scope, args.feedback, baseline, told), model, told, settings, mode, on_attempt=log)

@@ -86,7 +86,7 @@ class Comparison:
 
     @property
     def binary(self) -> bool:
-        return all(int(r.config.get("samples") or 1) == 1 for r in (self.a, self.b))
+        return all(r.spec.agent.samples == 1 for r in (self.a, self.b))
 
 
 def compare_runs(a: Run, b: Run) -> Comparison:
@@ -98,7 +98,7 @@ def compare_runs(a: Run, b: Run) -> Comparison:
     b_wins = [t for t in common if fb[t] > fa[t]]
     a_wins = [t for t in common if fa[t] > fb[t]]
     notes: list[str] = []
-    if a.config.get("dataset_sha256") != b.config.get("dataset_sha256"):
+    if a.spec.dataset.sha256 != b.spec.dataset.sha256:
         notes.append("The two runs used different dataset files (sha256 differs): the same task id may not be the same task.")
     if a.protocol != b.protocol:
         notes.append(f"The runs used different protocols ({a.protocol} and {b.protocol}): the models saw different information.")

@@ -91,7 +91,7 @@ def _img(png: bytes, alt: str) -> str:
 
 def run_html(run: Run, png: bytes) -> str:
     price_in, price_out = run.price
-    multi = int(run.config.get("samples") or 1) > 1
+    multi = run.spec.agent.samples > 1
     rows = []
     for i, r in enumerate(run.records, start=1):
         status = status_of(r)
@@ -117,20 +117,20 @@ def run_html(run: Run, png: bytes) -> str:
         + "<th>status</th><th>first try</th><th>iterations</th><th>stop</th><th>tokens</th><th>cost</th>"
         "<th>bug type</th><th>last error</th><th>pass@1+</th><th>final code vs buggy</th></tr>"
     )
-    c = run.config
+    c = run.spec
     meta = [
         ("results file", str(run.path)),
-        ("dataset", f"{c.get('dataset_source')} (sha256 {str(c.get('dataset_sha256', ''))[:12]}…)"),
-        ("started", str(c.get("started_at", ""))),
+        ("dataset", f"{c.dataset.source} (sha256 {c.dataset.sha256[:12]}…)"),
+        ("started", c.host.started_at),
     ] + [tuple(line.split(": ", 1)) for line in summary_lines(run) if not line.startswith("dataset:")]  # type: ignore[misc]
     body = (
-        f"<h1>HumanEvalFix report: {_esc(c.get('model'))}</h1>"
-        f'<div class="muted">{_esc(len(run.records))} task runs · tool {_esc(c.get("project_version", ""))}</div>'
+        f"<h1>HumanEvalFix report: {_esc(c.model.model)}</h1>"
+        f'<div class="muted">{_esc(len(run.records))} task runs · tool {_esc(c.host.project_version)}</div>'
         f"<h2>Summary</h2>{_kv_table(meta)}"
         f"<h2>Plots</h2>{_img(png, 'plots of the run')}"
         f"<h2>Tasks</h2><table>{head}{''.join(rows)}</table>"
     )
-    return _page(f"HumanEvalFix report: {c.get('model')}", body)
+    return _page(f"HumanEvalFix report: {c.model.model}", body)
 
 
 def compare_html(cmp: Comparison, png: bytes) -> str:

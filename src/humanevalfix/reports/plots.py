@@ -156,7 +156,7 @@ def run_figure(run: Run) -> bytes:
     records = run.records
     fig = Figure(figsize=(13, 14), dpi=100, layout="constrained")
     axes = fig.subplots(3, 2)
-    fig.suptitle(f"HumanEvalFix report: {run.config.get('model')}  ({len(records)} task runs)", fontsize=15)
+    fig.suptitle(f"HumanEvalFix report: {run.spec.model.model}  ({len(records)} task runs)", fontsize=15)
     _curve_panel(axes[0][0], run)
     _summary_panel(axes[0][1], run)
     _category_panel(axes[1][0], rates_by(records, lambda r: r.bug_type), "Pass rate by bug type")

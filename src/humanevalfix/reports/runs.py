@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from humanevalfix.agent.engines import engine_of
-from humanevalfix.agent.protocols import describe, protocol_of
+from humanevalfix.agent.protocols import describe
 from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results
+from humanevalfix.runspec import RunSpec, from_dict
 
 # Code-producing attempts; the others (repeat, invalid, malformed, no_code) never become final_code.
 CANDIDATE_OUTCOMES = ("passed", "failed", "timeout", "not_run", "error")
@@ -26,7 +26,7 @@ CANDIDATE_OUTCOMES = ("passed", "failed", "timeout", "not_run", "error")
 @dataclass(frozen=True)
 class Run:
     path: Path
-    config: dict[str, Any]
+    spec: RunSpec
     summary: dict[str, Any]
     status: str
     records: list[TaskRecord]
@@ -34,26 +34,25 @@ class Run:
 
     @property
     def label(self) -> str:
-        return f"{self.config.get('model') or '?'} ({self.path.name})"
+        return f"{self.spec.model.model or '?'} ({self.path.name})"
 
     @property
     def protocol(self) -> str:
-        return protocol_of(self.config)
+        return self.spec.protocol.name
 
     @property
     def engine(self) -> str:
-        return engine_of(self.config)
+        return self.spec.agent.engine
 
     @property
     def price(self) -> tuple[float | None, float | None]:
-        price = ((self.config.get("preset") or {}).get("price_per_1m")) or {}
-        return price.get("input"), price.get("output")
+        return self.spec.model.prices
 
 
-def _buggy_from_dataset(config: dict[str, Any], missing: set[str]) -> dict[str, str]:
+def _buggy_from_dataset(spec: RunSpec, missing: set[str]) -> dict[str, str]:
     """Older results carry no buggy code: read it from the run's dataset (the bundled copy, or its file while still there)."""
     try:
-        data = ds.recorded(str(config.get("dataset_source") or "")) if missing else None
+        data = ds.recorded(spec.dataset.source) if missing else None
     except DatasetError:
         return {}
     return {} if data is None else {t.task_id: t.buggy_code for t in data.tasks if t.task_id in missing}
@@ -65,10 +64,10 @@ def load_run(path: Path) -> Run:
         records = [TaskRecord.from_dict(r) for r in document["tasks"]]
     except TypeError as exc:
         raise UserError(f"{path}: a task record lacks a field ({exc})") from None
-    config = document.get("config") or {}
+    spec = from_dict(document.get("config") or {}, f"{path}: config")
     buggy = {r.task_id: r.buggy_code for r in records if r.buggy_code}
-    buggy.update(_buggy_from_dataset(config, {r.task_id for r in records} - set(buggy)))
-    return Run(path, config, document.get("summary") or {}, str(document.get("status", "")), records, buggy)
+    buggy.update(_buggy_from_dataset(spec, {r.task_id for r in records} - set(buggy)))
+    return Run(path, spec, document.get("summary") or {}, str(document.get("status", "")), records, buggy)
 
 
 # ---------------------------------------------------------------- statistics of one run
@@ -90,7 +89,7 @@ def solved_turn(record: TaskRecord) -> int | None:
 
 def max_turn(run: Run) -> int:
     """The last iteration on the x axis: the run's repair budget, or beyond if records used more."""
-    budget = int(run.config.get("max_iters") or 0)
+    budget = run.spec.agent.max_iters
     used = max((r.iterations - 1 for r in run.records), default=0)
     return max(budget, used, 0)
 
@@ -150,20 +149,20 @@ def money(value: float) -> str:
     return f"${value:.4f}" if value >= 0.01 else f"${value:.6f}"
 
 
-def sandbox_text(config: dict[str, Any]) -> str:
-    executor, isolation = str(config.get("executor", "?")), str(config.get("isolation", "?"))
+def sandbox_text(spec: RunSpec) -> str:
+    executor, isolation = spec.sandbox.executor or "?", spec.sandbox.isolation or "?"
     return isolation if isolation.startswith(executor) else f"{executor} ({isolation})"
 
 
 def summary_lines(run: Run) -> list[str]:
-    s, c = run.summary, run.config
+    s, c = run.summary, run.spec
     n = len(run.records)
     lines = [
-        f"model: {c.get('model')} ({c.get('provider')})",
-        f"dataset: {Path(str(c.get('dataset_source', '?'))).name}",
-        f"task runs: {n}" + (f" ({c.get('samples')} independent repair runs per task)" if int(c.get("samples") or 1) > 1 else ""),
-        f"protocol: {describe(protocol_of(c))}; max iterations {c.get('max_iters')}",
-        f"engine: {engine_of(c)}",
+        f"model: {c.model.model} ({c.model.provider})",
+        f"dataset: {Path(c.dataset.source or '?').name}",
+        f"task runs: {n}" + (f" ({c.agent.samples} independent repair runs per task)" if c.agent.samples > 1 else ""),
+        f"protocol: {describe(c.protocol.name)}; max iterations {c.agent.max_iters}",
+        f"engine: {c.agent.engine}",
         "sandbox: " + sandbox_text(c),
         f"pass@1 first attempt: {100 * float(s.get('pass_at_1_first', 0)):.1f}%",
         f"pass@1 after repair: {100 * float(s.get('pass_at_1_final', 0)):.1f}%",
@@ -173,7 +172,7 @@ def summary_lines(run: Run) -> list[str]:
             f"pass@1+ first / after repair: {100 * float(s.get('pass_at_1_plus_first') or 0):.1f}% / {100 * float(s['pass_at_1_plus_final']):.1f}%"
             + (f" ({s.get('suspect_hardcoding')} suspect hard-coding)" if s.get("suspect_hardcoding") else "")
         )
-        source = c.get("plus_source") or {}
+        source = c.scoring.plus_source or {}
         if source.get("inputs") == "evalplus-file":
             lines.append(f"pass@1+ inputs: EvalPlus's file {Path(str(source.get('path'))).name} (sha256 {source.get('sha256')})")
     if int(s.get("samples") or 1) > 1:

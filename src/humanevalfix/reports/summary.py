@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from humanevalfix.agent.engines import engine_of
-from humanevalfix.agent.protocols import describe, protocol_of
+from humanevalfix.agent.protocols import describe
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary
+from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
 
 
@@ -24,25 +24,26 @@ def _passk(values: dict[str, float]) -> str:
     return "  ".join(f"pass@{k} {100.0 * v:.1f}%" for k, v in values.items())
 
 
-def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
+def summary_table(summary: Summary, spec: RunSpec) -> Table:
     table = Table(title="HumanEvalFix results", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("model", f"{safe(config.get('model'))} ({config.get('provider')})")  # a server may name it
-    if config.get("preset_reason"):
-        table.add_row("preset", f"{config.get('preset', {}).get('name')}: {escape(str(config['preset_reason']))}")
-    reason = config.get("tool_mode_reason")
-    table.add_row("tool calling", str(config.get("tool_mode", "")) + (f" ({escape(str(reason))})" if reason else ""))
-    table.add_row("sandbox", f"{config.get('executor')} — isolation: {config.get('isolation')}")
-    if config.get("isolation_warning"):
-        table.add_row("isolation warning", f"[yellow]{escape(str(config['isolation_warning']))}[/]")
-    table.add_row("protocol", f"{describe(protocol_of(config))}; max iterations {config.get('max_iters')}")
-    table.add_row("engine", engine_of(config))
+    model, sandbox = spec.model, spec.sandbox
+    table.add_row("model", f"{safe(model.model)} ({model.provider})")  # a server may name it
+    if model.preset_reason:
+        table.add_row("preset", f"{(model.preset or {}).get('name')}: {escape(model.preset_reason)}")
+    reason = spec.agent.tool_mode_reason
+    table.add_row("tool calling", (spec.agent.tool_mode or "") + (f" ({escape(reason)})" if reason else ""))
+    table.add_row("sandbox", f"{sandbox.executor} — isolation: {sandbox.isolation}")
+    if sandbox.isolation_warning:
+        table.add_row("isolation warning", f"[yellow]{escape(sandbox.isolation_warning)}[/]")
+    table.add_row("protocol", f"{describe(spec.protocol.name)}; max iterations {spec.agent.max_iters}")
+    table.add_row("engine", spec.agent.engine)
     table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
     table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
     if summary.passed_plus is not None and summary.passed_first_plus is not None:
         # Beside pass@1, not instead: pass@1 is what published tables report.
-        table.add_row("pass@1+, first / after repair", f"{_pct(summary.passed_first_plus, summary.tasks)} / {_pct(summary.passed_plus, summary.tasks)} (passes that also agree with the canonical solution on {_plus_source(config)})")
+        table.add_row("pass@1+, first / after repair", f"{_pct(summary.passed_first_plus, summary.tasks)} / {_pct(summary.passed_plus, summary.tasks)} (passes that also agree with the canonical solution on {_plus_source(spec)})")
     if summary.suspect_hardcoding:
         table.add_row("suspect hard-coding", f"{summary.suspect_hardcoding} passing candidate(s) branch on test literals (see suspect_hardcoding per task)")
     if summary.samples > 1:
@@ -52,7 +53,7 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
     table.add_row("infrastructure errors", str(summary.errors))
     table.add_row("mean iterations", f"{summary.mean_iterations:.2f}")
     table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
-    table.add_row("estimated cost", cost_text(summary.cost_usd, str(config.get("provider", ""))))
+    table.add_row("estimated cost", cost_text(summary.cost_usd, model.provider))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
     return table
 
@@ -78,8 +79,8 @@ def error_lines(records: Sequence[TaskRecord], shown: int = ERRORS_SHOWN) -> lis
     return lines
 
 
-def print_summary(console: Console, summary: Summary, config: dict[str, Any], records: Sequence[TaskRecord] = ()) -> None:
-    console.print(summary_table(summary, config))
+def print_summary(console: Console, summary: Summary, spec: RunSpec, records: Sequence[TaskRecord] = ()) -> None:
+    console.print(summary_table(summary, spec))
     trimmed = sum(1 for r in records if r.context_trims)
     overflowed = sum(1 for r in records if r.stop_reason == "context_exceeded")
     if trimmed or overflowed:
@@ -98,9 +99,9 @@ def print_summary(console: Console, summary: Summary, config: dict[str, Any], re
             console.print(f"  {safe(line)}", highlight=False, soft_wrap=True)
 
 
-def _plus_source(config: dict) -> str:
+def _plus_source(spec: RunSpec) -> str:
     """Which extra inputs gave pass@1+ (config.plus_source, written by `score`; a run's own check: generated)."""
-    source = config.get("plus_source") or {}
+    source = spec.scoring.plus_source or {}
     if source.get("inputs") == "evalplus-file":
         return f"EvalPlus's inputs, {Path(str(source.get('path'))).name} sha256 {str(source.get('sha256'))[:12]}…"
     return "generated extra inputs"

@@ -62,10 +62,12 @@ def executor_factory(
     ro_binds: tuple[Path, ...] = (),
     python: str = sys.executable,
     docker: DockerSettings | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Callable[[], Executor]:
     """Executors of one kind, the jail probed once (a probe starts a jailed interpreter: a pool
     of executors would otherwise pay it per executor at every run's start). `python`: the
-    interpreter the jail runs (by default this one), wherever it is installed."""
+    interpreter the jail runs (by default this one), wherever it is installed. `warn` is told when
+    `auto` ends below file-system isolation (by default one line on stderr)."""
     if kind not in SANDBOXES:
         raise ConfigError(f"--sandbox: unknown sandbox {kind!r} (choose from {', '.join(SANDBOXES)})")
     if kind == "docker":
@@ -80,12 +82,16 @@ def executor_factory(
     except ValueError as exc:  # a bind the jail cannot make (the whole file system, /proc, ...)
         raise ConfigError(f"--sandbox {kind}: {exc}") from None
     if jail.warning:
-        # One line on stderr when the run starts, as `fix` and the dataset's source say theirs.
-        print(f"warning: --sandbox {kind}: {jail.warning}", file=sys.stderr, flush=True)
+        (warn or _stderr)(f"--sandbox {kind}: {jail.warning}")
     mode = "restricted" if kind == "restricted" else "python"
     name = "restricted" if kind == "restricted" else LEVEL_NAMES[jail.level]
     cls = SubprocessExecutor if fresh else ForkServerExecutor
     return lambda: cls(limits, python, jail=jail, mode=mode, name=name)
+
+
+def _stderr(line: str) -> None:
+    # One line when the run starts, as the dataset's source says its own.
+    print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 def build_executor(
@@ -96,5 +102,6 @@ def build_executor(
     ro_binds: tuple[Path, ...] = (),
     python: str = sys.executable,
     docker: DockerSettings | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Executor:
-    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker)()
+    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn)()
