@@ -1,0 +1,31 @@
+"""bench/executor.py --end-to-end and bench/plus_cases.py on a few tasks: they run, print their
+figures and check their verdicts (the speed itself is measured by running them, not here)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import executor as executor_bench  # noqa: E402
+import plus_cases  # noqa: E402
+
+
+def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    assert executor_bench.main(["--end-to-end", "--limit", "4"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"plain loop .*pass 4/4", out)
+    first, kept = re.findall(r"scored, .*pass (\d)/4, pass@1\+ (\d)/4\s+ratio [\d.]+x", out)
+    assert first == kept == ("4", "4")
+
+
+def test_plus_cases_compares_two_budgets_task_by_task(capsys: pytest.CaptureFixture[str]) -> None:
+    assert plus_cases.main(["--limit", "3", "--compare-budget", "0.0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.match(r"budget 0\.2 s: [\d.]+ inputs per task on average \(\d+ to \d+\), 3 tasks", lines[0])
+    assert re.match(r"budget 0 s: 0\.0 inputs per task on average \(0 to 0\), 3 tasks", lines[1])
+    assert [line.split(":")[0].strip() for line in lines[2:]] == ["Python/0", "Python/1", "Python/2"]
