@@ -36,7 +36,7 @@ import pytest
 
 from humanevalfix.config import sandbox_choice
 from humanevalfix.evaluation.dataset import load_file
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.support import support_code
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS

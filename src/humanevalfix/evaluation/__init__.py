@@ -15,7 +15,6 @@ Names below resolve on first use (see humanevalfix/exports.py).
 from humanevalfix.exports import lazy_exports
 
 _MODULES = {
-    "Task": "dataset",
     "RunOutcome": "runner",
     "run_eval": "runner",
     "run_task": "runner",

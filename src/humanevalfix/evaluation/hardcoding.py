@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 
 TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0))
 

@@ -2,7 +2,7 @@
 
 It never reuses the agent's own tool results (those may have used other tests, or none),
 and it runs with the reference harness's prelude, like bigcode-evaluation-harness. The test
-runs in the sandbox's judge process with the task's own helpers (evaluation/support.py); the
+runs in the sandbox's judge process with the task's own helpers (tasks/support.py); the
 candidate's functions are reached in a process of their own.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from humanevalfix.evaluation.dataset import Task
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.task import Task
+from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
 

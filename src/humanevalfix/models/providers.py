@@ -8,13 +8,12 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
-from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.keys import KeyPool, header_problem, shown_mask, split_keys, split_urls
-from humanevalfix.models.oracle import OracleModel
+from humanevalfix.models.oracle import Answer, OracleModel
 from humanevalfix.models.presets import Preset
 
 if TYPE_CHECKING:
@@ -68,14 +67,14 @@ def preload_sdk(preset: Preset) -> threading.Thread | None:
 @contextlib.contextmanager
 def open_endpoint(
     preset: Preset,
-    tasks: list[Task],
+    answers: Mapping[str, Answer],  # by task id: what an oracle model answers (other models ignore them)
     retry: RetryPolicy,
     gguf: Path | None = None,
     environ: dict[str, str] | None = None,
     server: ServerOptions | None = None,  # the embedded model's server (provider local)
 ) -> Iterator[Endpoint]:
     if preset.provider == "oracle":
-        yield Endpoint(OracleModel(preset.model.split(":", 1)[1], tasks), preset, 0)
+        yield Endpoint(OracleModel(preset.model.split(":", 1)[1], answers), preset, 0)
         return
     if preset.provider == "local":
         from humanevalfix.models.embedded import embedded_server

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 
 
 def support_code(task: Task) -> str:
