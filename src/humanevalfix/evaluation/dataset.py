@@ -24,7 +24,7 @@ from humanevalfix.errors import DatasetError
 from humanevalfix.models.oracle import Answer
 # Task and the row formats live at the ground (tasks/), below the agent and the models that take a
 # task; they are named here too, where loading a dataset is.
-from humanevalfix.tasks.formats import read_rows
+from humanevalfix.tasks.formats import read_rows, suffixes
 from humanevalfix.tasks.task import DEFAULT_MAX_FIELD, Task, task_from_row
 
 HUB_DATASET = "bigcode/humanevalpack"
@@ -64,7 +64,7 @@ def load_file(path: Path, max_field: int = DEFAULT_MAX_FIELD) -> Dataset:
 
 def _tasks_in(path: Path, max_field: int = DEFAULT_MAX_FIELD) -> tuple[list[Task], dict[str, str]]:
     if path.is_dir():
-        raise DatasetError(f"--dataset-path {path}: is a directory; give a .jsonl, .json or .parquet file")
+        raise DatasetError(f"--dataset-path {path}: is a directory; give a {suffixes()} file")
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
     tasks: list[Task] = []

@@ -13,6 +13,8 @@ from humanevalfix.exports import lazy_exports
 _MODULES = {
     "Task": "task",
     "task_from_row": "task",
+    "FORMATS": "formats",
+    "dataset_format": "formats",
     "read_rows": "formats",
     "support_code": "support",
 }
