@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from humanevalfix.cli import build_parser
+from humanevalfix.agent.strategies import STRATEGIES
 from humanevalfix.errors import ConfigError, DatasetError
 from humanevalfix.models.catalog import PROVIDERS, selectable_providers
 from humanevalfix.models.presets import Preset, resolve
@@ -40,13 +41,21 @@ def sandbox_table() -> str:
     return "\n".join(rows)
 
 
+def strategy_table() -> str:
+    rows = ["| strategy | what it sends after a turn | a fresh conversation of its own |", "|---|---|---|"]
+    for name, spec in STRATEGIES.items():
+        doc = (spec.next_exchange.__doc__ or "").strip().splitlines()
+        rows.append(f"| `{name}` | {doc[0] if doc else '—'} | {'yes' if spec.opening is not None else 'no'} |")
+    return "\n".join(rows)
+
+
 def format_table() -> str:
     rows = ["| file | rows |", "|---|---|"]
     rows += [f"| `*{suffix}` | {fmt.summary} |" for suffix, fmt in FORMATS.items()]
     return "\n".join(rows)
 
 
-@pytest.mark.parametrize("render", [provider_table, sandbox_table, format_table])
+@pytest.mark.parametrize("render", [provider_table, sandbox_table, strategy_table, format_table])
 def test_the_architecture_tables_are_what_the_registries_hold(render: object) -> None:
     table = render()  # type: ignore[operator]
     assert table in ARCHITECTURE.read_text(encoding="utf-8"), f"docs/architecture.md should hold, as rendered:\n{table}"
@@ -57,6 +66,7 @@ def test_the_built_in_kinds_are_registered_in_their_order() -> None:
     assert selectable_providers() == ("openai", "together", "hf", "compatible", "local")
     assert list(SANDBOXES) == ["auto", "bwrap", "unshare", "process", "restricted", "docker"]
     assert list(FORMATS) == [".jsonl", ".json", ".parquet"]
+    assert list(STRATEGIES) == ["fix", "explain", "rewrite"]
 
 
 def _choices(parser: argparse.ArgumentParser, command: str, option: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from humanevalfix.sandbox.executor import ExecResult, Executor
 from humanevalfix.sandbox.factory import ExecutorOptions, executor_kind
@@ -27,6 +27,13 @@ class DemoExecutor:
 
     def close(self) -> None:
         self._inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """The rest is the fork server's: `prestart` (a pool boots it early), and the jail and the
+        cgroups that the conformance suite reads to know which checks apply."""
+        if name == "_inner":  # not set yet: the fork server failed to start
+            raise AttributeError(name)
+        return getattr(self._inner, name)
 
 
 @executor_kind("demo", "the demo plugin's executor: the fork server under rlimits only")
