@@ -111,3 +111,17 @@ def test_the_plugins_executor_passes_the_conformance_suite_for_what_it_claims(si
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
     ran = int(summary.split(" passed")[0].split()[-1])
     assert ran >= 25, summary  # the variant's whole share of the suite, not a handful of tests
+
+
+def test_a_plugin_that_fails_to_load_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "broken_plugin").mkdir(parents=True)
+    (site / "broken_plugin" / "__init__.py").write_text("raise RuntimeError('no such backend here')\n", encoding="utf-8")
+    info = site / "broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\nbroken = broken_plugin\n", encoding="utf-8")
+    proc = humanevalfix(["eval", "--help"], tmp_path, env_with(site), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "plugin broken (broken_plugin) failed to load: RuntimeError: no such backend here" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -42,9 +42,15 @@ class _Plugins:
                 try:
                     point.load()
                 except ConfigError as exc:
-                    raise ConfigError(f"plugin {point.name} ({point.value}): {exc}") from None
+                    raise ConfigError(f"plugin {point.name} ({point.value}): {_bounded(exc)}") from None
                 except Exception as exc:  # a broken plugin is named, not a traceback from inside it
-                    raise ConfigError(f"plugin {point.name} ({point.value}) failed to load: {type(exc).__name__}: {exc}") from None
+                    raise ConfigError(f"plugin {point.name} ({point.value}) failed to load: {type(exc).__name__}: {_bounded(exc)}") from None
+
+
+def _bounded(exc: Exception, limit: int = 300) -> str:
+    """A plugin's own message, on one line and cut: it is the plugin's text, not ours."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 _PLUGINS = _Plugins()
