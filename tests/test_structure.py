@@ -172,6 +172,9 @@ def test_imports_run_down_the_layers() -> None:
     assert not up, "imports that run back up a layer: " + "; ".join(up)
     assert layer_of("humanevalfix.tasks.task") < layer_of("humanevalfix.models.oracle") < layer_of("humanevalfix.agent._request")
     assert layer_of("humanevalfix.agent._request") < layer_of("humanevalfix.evaluation.dataset") < layer_of("humanevalfix.fixer.session")
+    # `fix` uses the records of a run, not the run itself: nothing of fixer/ imports the eval's runner.
+    graph = module_graph(inits=False)
+    assert not [m for m in graph if m.startswith("humanevalfix.fixer") and "humanevalfix.evaluation.runner" in graph[m]]
 
 
 def test_no_cycle_between_packages() -> None:
