@@ -123,3 +123,12 @@ def test_an_unknown_dataset_suffix_names_the_registered_ones(tmp_path: Path) -> 
     path.write_text("task_id\n", encoding="utf-8")
     with pytest.raises(DatasetError, match=r"unsupported dataset format '\.csv' \(use \.jsonl, \.json or \.parquet\)"):
         list(read_rows(path))
+
+
+def test_the_sandbox_page_lists_every_registered_sandbox() -> None:
+    """docs/sandbox.md's table and its `--sandbox {...}` line name the built-in kinds, in order."""
+    text = (ARCHITECTURE.parent / "sandbox.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| `") and not line.startswith("| `--")]
+    listed = [row.split("`")[1] for row in rows[: len(SANDBOXES)]]
+    assert listed == list(SANDBOXES)
+    assert f"`--sandbox {{{','.join(SANDBOXES)}}}`" in text
