@@ -184,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     need_model = agent_from_file is None or any(t.task_id not in earlier for t in tasks)
     try:
-        with open_endpoint(preset, tasks, RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) if need_model else nullcontext() as endpoint:
+        with open_endpoint(preset, ds.oracle_answers(tasks), RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) if need_model else nullcontext() as endpoint:
             if endpoint is not None:  # without one, both sides come from files: no agent runs
                 # Built as eval builds them: the preset's seed and the default engine included.
                 settings = agent_settings(ModelSpec.of(endpoint.preset), ProtocolSpec.named(args.protocol), AgentSpec(max_iters=args.max_iters))

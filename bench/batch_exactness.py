@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import load_presets, resolve
 from humanevalfix.models.weights import locate
 
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sizes or min(sizes) < 1 or args.tokens < 2 or args.limit < 1:
             raise UserError("--sizes, --tokens and --limit must be at least 1 (--tokens at least 2)")
         local = resolve(args.model, presets=load_presets())
-        if local.provider != "local":
+        if local.provider != LOCAL:
             raise UserError(f"--model {args.model}: not a local preset")
         weights = locate(local.gguf or "", args.gguf)
         tasks = ds.select(ds.load(Path(args.dataset_path) if args.dataset_path else None).tasks, None, args.limit)

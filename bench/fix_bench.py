@@ -44,6 +44,7 @@ from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import read_stream
 from humanevalfix.evaluation.results import load_results
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset, load_presets, resolve
 from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.executor import Limits
@@ -253,7 +254,7 @@ def _preset(args: argparse.Namespace) -> Preset:
 
 def _served(stack: ExitStack, preset: Preset, args: argparse.Namespace) -> tuple[str | None, float | None]:
     """The embedded model, started once for every fix and the eval; (None, None) for any other."""
-    if preset.provider != "local":
+    if preset.provider != LOCAL:
         return None, None
     from humanevalfix.models.embedded import embedded_server
 

@@ -37,6 +37,7 @@ from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.models.embedded import ServerOptions, run_server
+from humanevalfix.models.catalog import COMPATIBLE, LOCAL
 from humanevalfix.models.presets import load_presets, resolve
 from humanevalfix.models.weights import locate
 
@@ -103,7 +104,7 @@ def run_setting(name: str, args: argparse.Namespace, weights: Path, work: Path) 
     local = resolve(args.model, presets=load_presets())
     log = work / f"{name}.log"
     with run_server(weights, local.model, options, log_path=log) as (base_url, _proc, _log):
-        preset = replace(local, provider="compatible", base_url=base_url, gguf=None)
+        preset = replace(local, provider=COMPATIBLE, base_url=base_url, gguf=None)
         config = RunConfig(
             preset=preset,
             dataset_path=Path(args.dataset_path) if args.dataset_path else None,
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             parse_setting(name)
         local = resolve(args.model, presets=load_presets())
-        if local.provider != "local":
+        if local.provider != LOCAL:
             raise UserError(f"--model {args.model}: not a local preset")
         weights = locate(local.gguf or "", args.gguf)
         results: list[SettingResult] = []

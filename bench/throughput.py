@@ -30,6 +30,7 @@ from rich.console import Console
 from humanevalfix.config import RunConfig
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.models.catalog import COMPATIBLE
 from humanevalfix.models.presets import Preset, resolve
 from humanevalfix.sandbox.factory import SANDBOXES
 from humanevalfix.testing.oracle import oracle_handler
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'workers':>8} {'wall s':>8} {'start-up s':>11} {'tasks/s':>9} {'efficiency':>11} {'loop tasks/s':>13} {'loop efficiency':>16}")
         base: Timing | None = None
         with ScriptedServer(oracle_handler(sweep_tasks), latency_s=args.latency) as server:
-            preset = Preset(name="scripted-oracle", provider="compatible", model="scripted-model",
+            preset = Preset(name="scripted-oracle", provider=COMPATIBLE, model="scripted-model",
                             base_url=server.base_url, key_env=None, temperatures=(0.0,), max_tokens=256)
             for workers in _ints(args.workers):
                 t = timed_run(preset, dataset, len(sweep_tasks), workers, args.sandbox, out_dir)

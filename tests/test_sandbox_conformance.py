@@ -36,7 +36,7 @@ import pytest
 
 from humanevalfix.config import sandbox_choice
 from humanevalfix.evaluation.dataset import load_file
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.support import support_code
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
@@ -64,6 +64,11 @@ VARIANTS = {
     "restricted-fork": ("restricted", False),
     "docker-fork": ("docker", False),
 }
+# A plugin's executor (tests/test_plugin.py): its `--sandbox` name here adds it as a variant, the
+# fork server it claims to be, to every check parametrised by variant (`-k NAME-fork` runs just those).
+PLUGIN_SANDBOX = os.environ.get("HUMANEVALFIX_CONFORMANCE_SANDBOX", "").strip()
+if PLUGIN_SANDBOX:
+    VARIANTS[f"{PLUGIN_SANDBOX}-fork"] = (PLUGIN_SANDBOX, False)
 
 TEST = "def check(f):\n    assert f(1) == 2\ncheck(f)\n"
 GOOD = "def f(x):\n    return x + 1\n"
@@ -103,6 +108,8 @@ def refused(result: ExecResult) -> None:
 # bwrap. (process-fresh is the same runner under a weaker jail: the hostile tests below and the
 # benchmark's verdict check cover it; its 328 runs would add minutes on a busy machine.)
 DATASET_VARIANTS = ["bwrap-fork", "unshare-fork", "process-fork", "restricted-fork", "bwrap-fresh", "docker-fork"]
+if PLUGIN_SANDBOX:
+    DATASET_VARIANTS.append(f"{PLUGIN_SANDBOX}-fork")
 
 
 @pytest.mark.parametrize("variant", DATASET_VARIANTS)

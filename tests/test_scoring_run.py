@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from humanevalfix.evaluation import robustness
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, CaseStore, Cases, default_directory
 from humanevalfix.evaluation.scorer import PASSED_MESSAGE, score, score_task
 from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor, Limits

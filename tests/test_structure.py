@@ -1,5 +1,5 @@
-"""The package's shape, checked from its source with `ast`: no import cycles, a stdlib-only
-sandbox child, a library that never imports the CLI, no private names taken across modules,
+"""The package's shape, checked from its source with `ast`: the layers in the order of the flow, no
+import cycles (package `__init__`s included, between packages too), a stdlib-only sandbox child, a library that never imports the CLI, no private names taken across modules,
 no module over 400 lines.
 
 Every import counts, including those inside functions: a lazy import still ties two modules
@@ -9,6 +9,7 @@ together, and inside the jail a lazily imported third-party module is just as mi
 from __future__ import annotations
 
 import ast
+import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,89 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def with_inits(target: str) -> set[str]:
+    """A module and every package above it: importing a.b.c runs a's and a.b's `__init__` first."""
+    parts = target.split(".")
+    return {".".join(parts[:n]) for n in range(1, len(parts) + 1)}
+
+
+def module_graph(inits: bool) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports; with `inits`, also the packages each passes through."""
+    modules = set(package_files())
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in all_imports():
+        for target in edges(modules, imp):
+            graph[imp.module] |= ({t for t in with_inits(target) if t in modules} if inits else {target}) - {imp.module}
+    return graph
+
+
+# The layers from the ground up, in the order of the flow: a module imports only from its own layer
+# or those below it. Each entry is a module or a package (all of its modules); every module of the
+# package must fall in one, so that a new subpackage is placed here on purpose.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # the ground: no knowledge of tasks, models or runs
+    ("humanevalfix", "humanevalfix.errors", "humanevalfix.exports", "humanevalfix.redaction", "humanevalfix.safetext",
+     "humanevalfix.pyast", "humanevalfix.jsonio", "humanevalfix.registry"),
+    ("humanevalfix.tasks",),  # the task record, dataset formats, the task's helpers
+    ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.envfiles"),  # running code; talking to a model
+    ("humanevalfix.agent",),  # the repair loop: a task's request, a model, an executor
+    ("humanevalfix.config",),  # a run's configuration
+    ("humanevalfix.evaluation",),  # the benchmark: runs, scores, records
+    ("humanevalfix.fixer", "humanevalfix.reports", "humanevalfix.testing"),  # fix, reports, test doubles
+    ("humanevalfix.cli", "humanevalfix.__main__"),  # the command line
+)
+
+
+def unit_of(module: str) -> str:
+    """The LAYERS entry a module belongs to (the longest that holds it); "" for none."""
+    holders = [u for layer in LAYERS for u in layer if module == u or (module.startswith(u + ".") and u != PACKAGE)]
+    return max(holders, key=len, default="")
+
+
+def layer_of(module: str) -> int:
+    unit = unit_of(module)
+    return next(i for i, layer in enumerate(LAYERS) if unit in layer)
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(m for m in package_files() if not unit_of(m))
+    assert not missing, f"modules in no layer (add them to LAYERS): {missing}"
+    assert unit_of("humanevalfix.agent._steps") == "humanevalfix.agent"
+    assert unit_of("humanevalfix") == "humanevalfix" and unit_of("humanevalfix.errors") == "humanevalfix.errors"
+
+
+def test_imports_run_down_the_layers() -> None:
+    """Nothing imports upward: tasks know no agent, the agent no benchmark, the library no CLI."""
+    up = sorted(
+        f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
+        for module, targets in module_graph(inits=False).items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+    assert not up, "imports that run back up a layer: " + "; ".join(up)
+    assert layer_of("humanevalfix.tasks.task") < layer_of("humanevalfix.models.oracle") < layer_of("humanevalfix.agent._request")
+    assert layer_of("humanevalfix.agent._request") < layer_of("humanevalfix.evaluation.dataset") < layer_of("humanevalfix.fixer.session")
+    # `fix` uses the records of a run, not the run itself: nothing of fixer/ imports the eval's runner.
+    graph = module_graph(inits=False)
+    assert not [m for m in graph if m.startswith("humanevalfix.fixer") and "humanevalfix.evaluation.runner" in graph[m]]
+
+
+def test_no_cycle_between_packages() -> None:
+    """The subpackages and top-level modules, as units: each a node, its modules' imports its edges."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in module_graph(inits=False).items():
+        graph.setdefault(unit_of(module), set()).update(unit_of(t) for t in targets if unit_of(t) != unit_of(module))
+    cycle = find_cycle(graph)
+    assert cycle is None, "cycle between packages: " + " -> ".join(cycle or [])
+    assert "humanevalfix.tasks" in graph["humanevalfix.agent"]
+
+
+def test_with_inits_names_every_package_on_the_way() -> None:
+    assert with_inits("humanevalfix.agent.prompts") == {"humanevalfix", "humanevalfix.agent", "humanevalfix.agent.prompts"}
+    # An __init__ that imports its own modules is re-entered by a sibling import through it:
+    assert find_cycle({"p": {"p.a"}, "p.a": {"p", "p.b"}, "p.b": {"p"}}) is not None
+
+
 def test_the_files_are_found() -> None:
     names = set(package_files())
     for expected in ("humanevalfix", "humanevalfix.cli", "humanevalfix.sandbox.child.runner", "humanevalfix.evaluation.runner"):
@@ -122,13 +206,12 @@ def test_find_cycle_finds_one_and_only_one() -> None:
 
 
 def test_no_import_cycle() -> None:
-    modules = set(package_files())
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for imp in all_imports():
-        graph[imp.module] |= edges(modules, imp)
+    """Between modules, counting the package `__init__`s each import runs through."""
+    graph = module_graph(inits=True)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
     assert "humanevalfix.sandbox.child.runner" in graph["humanevalfix.sandbox.forkserver"]
+    assert "humanevalfix.agent" in graph["humanevalfix.agent._steps"]  # `from humanevalfix.agent import prompts`
 
 
 def test_sandbox_child_imports_only_the_standard_library() -> None:
@@ -173,7 +256,8 @@ def test_no_module_is_over_400_lines() -> None:
     assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(over)
 
 
-CURATED = ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.evaluation", "humanevalfix.reports")
+CURATED = ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.evaluation", "humanevalfix.reports", "humanevalfix.tasks",
+           "humanevalfix.agent", "humanevalfix.fixer", "humanevalfix.cli")
 
 
 def test_every_curated_name_resolves_to_its_module() -> None:
@@ -184,8 +268,9 @@ def test_every_curated_name_resolves_to_its_module() -> None:
         assert module.__all__, package
         for name in module.__all__:
             value = getattr(module, name)
-            owner = getattr(value, "__module__", None)
-            if owner is not None and owner != "typing":  # constants and type aliases carry no module
+            # Classes and functions name their module; constants, type aliases and registries (instances) do not.
+            owner = getattr(value, "__module__", None) if inspect.isclass(value) or inspect.isfunction(value) else None
+            if owner is not None and owner != "typing":
                 assert owner.startswith(package + "."), (package, name, owner)
         try:
             getattr(module, "no_such_name")

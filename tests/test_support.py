@@ -1,4 +1,4 @@
-"""The task's own helpers, which the judge runs with the test (evaluation/support.py)."""
+"""The task's own helpers, which the judge runs with the test (tasks/support.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 from humanevalfix.evaluation.dataset import Task, load_file
-from humanevalfix.evaluation.support import support_code, without
+from humanevalfix.tasks.support import support_code, without
 
 
 def _top_level_names(source: str) -> set[str]:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import MutableMapping
 
+from humanevalfix.models.catalog import PROVIDERS
+
 USER_FILE = Path("humanevalfix") / ".env"
 
 
@@ -65,11 +67,12 @@ def key_line(key_env: str | None, provider: str, loaded: EnvFiles, environ: Muta
     from humanevalfix.models.keys import mask, split_keys
 
     env = os.environ if environ is None else environ
-    if provider == "oracle":
-        return None
-    if provider == "local":
+    spec = PROVIDERS.get(provider)
+    if spec is not None and spec.key_env is None:  # a provider that takes no key
+        if spec.keyless_note is None:
+            return None
         read = ", ".join(str(p) for p in loaded.files) or f"none found here, above, or at {user_file(env)}"
-        return f"key: none used, the embedded model runs (.env files read: {read})"
+        return f"key: none used, {spec.keyless_note} (.env files read: {read})"
     keys = split_keys(env.get(key_env or "", ""))
     if not keys:
         return f"key: no {key_env} set; the server gets a placeholder" if key_env else "key: none"

@@ -12,41 +12,40 @@ The turns are the steps of agent._steps (RepairRun, ROUTES, STEPS), which the bu
 and which agent._graph turns into a LangGraph graph (`AgentSettings(engine="langgraph")`; extend
 it with `compile_graph(routes, steps)` and `repair_with_graph`, see docs/langgraph.md). LangGraph
 is imported only when a graph is built.
+
+Names below resolve on first use (see humanevalfix/exports.py): an `__init__` that imported its
+modules would be re-entered by every module of the package that imports a sibling through it.
 """
 
-from humanevalfix.agent._driver import repair
-from humanevalfix.agent._graph import GraphState, build_graph, compile_graph, drawable, mermaid, repair_with_graph, require_langgraph
-from humanevalfix.agent._request import RepairRequest, Rewrite, Target, request_for_task
-from humanevalfix.agent._result import AgentResult, Attempt
-from humanevalfix.agent._settings import FEEDBACK_MODES, AgentSettings, ToolMode
-from humanevalfix.agent._steps import END, FIRST, ROUTES, STEP_DOCS, STEPS, RepairRun, Step, walk
-from humanevalfix.agent.codecheck import CodeCheck
+from humanevalfix.exports import lazy_exports
 
-__all__ = [
-    "END",
-    "FEEDBACK_MODES",
-    "FIRST",
-    "ROUTES",
-    "STEPS",
-    "STEP_DOCS",
-    "GraphState",
-    "RepairRun",
-    "Step",
-    "build_graph",
-    "compile_graph",
-    "drawable",
-    "mermaid",
-    "repair_with_graph",
-    "require_langgraph",
-    "AgentResult",
-    "AgentSettings",
-    "Attempt",
-    "CodeCheck",
-    "RepairRequest",
-    "Rewrite",
-    "Target",
-    "ToolMode",
-    "repair",
-    "request_for_task",
-    "walk",
-]
+_MODULES = {
+    "repair": "_driver",
+    "GraphState": "_graph",
+    "build_graph": "_graph",
+    "compile_graph": "_graph",
+    "drawable": "_graph",
+    "mermaid": "_graph",
+    "repair_with_graph": "_graph",
+    "require_langgraph": "_graph",
+    "RepairRequest": "_request",
+    "Rewrite": "_request",
+    "Target": "_request",
+    "request_for_task": "_request",
+    "AgentResult": "_result",
+    "Attempt": "_result",
+    "AgentSettings": "_settings",
+    "FEEDBACK_MODES": "_settings",
+    "ToolMode": "_settings",
+    "END": "_steps",
+    "FIRST": "_steps",
+    "ROUTES": "_steps",
+    "RepairRun": "_steps",
+    "STEPS": "_steps",
+    "STEP_DOCS": "_steps",
+    "Step": "_steps",
+    "walk": "_steps",
+    "CodeCheck": "codecheck",
+}
+__all__ = sorted(_MODULES)
+__getattr__ = lazy_exports(__name__, _MODULES)

@@ -12,8 +12,8 @@ from typing import Callable
 
 from humanevalfix.agent._settings import AgentSettings
 from humanevalfix.agent.codecheck import CodeCheck, check_candidate, function_header
-from humanevalfix.evaluation.dataset import Task
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.task import Task
+from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import ExecResult
 
 FUNCTION, MODULE = "function", "module"
@@ -55,7 +55,7 @@ class RepairRequest:
     # The code's own run against `tests` when the caller has it (fix checks its tests first); else
     # the text protocol runs the code once to show the model how it fails.
     baseline: ExecResult | None = None
-    # Trusted code the judge runs before `tests` (the benchmark's helpers: evaluation/support.py).
+    # Trusted code the judge runs before `tests` (the benchmark's helpers: tasks/support.py).
     support: str = ""
 
     def __post_init__(self) -> None:

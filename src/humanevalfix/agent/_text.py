@@ -15,7 +15,7 @@ from humanevalfix.agent._conversation import Conversation, Exchange
 from humanevalfix.agent._request import RepairRequest
 from humanevalfix.agent._result import AgentResult
 from humanevalfix.agent._settings import AgentSettings, ToolMode
-from humanevalfix.agent.strategies import Strategy
+from humanevalfix.agent.strategies import STRATEGIES, Strategy
 from humanevalfix.agent.toolcalls import ParsedCall
 from humanevalfix.errors import ModelCallError
 from humanevalfix.models.client import ChatReply, ChatRequest
@@ -35,7 +35,8 @@ class TextConversation:
         self._exchange = exchange
         can_rewrite = request.rewrite is not None and request.tests is not None
         self._strategy = Strategy(can_rewrite, settings.rewrite_turns)
-        self._rewrite_base = prompts.rewrite_messages(request) if can_rewrite else []
+        # The fresh conversations of the strategies that open one (rewrite), made once.
+        self._openings = {s.name: s.opening(request) for s in STRATEGIES.values() if s.opening is not None and can_rewrite}
 
     @classmethod
     def start(
@@ -62,7 +63,7 @@ class TextConversation:
         if self._strategy.before_turn(turn, self.settings.budget):
             self._exchange = []
         strategy = self._strategy
-        base = self._rewrite_base if strategy.name == "rewrite" else self.transcript[:2]
+        base = self._openings.get(strategy.name, self.transcript[:2])
         return ChatRequest(
             messages=base + self._exchange,
             temperature=self.settings.temperature(turn - strategy.start, result.repeats_since(strategy.start)),
@@ -88,12 +89,11 @@ class TextConversation:
         """The exchange sent along with the next request; a stuck model is asked the next way."""
         if stuck:
             self._strategy.escalate(turn)
-        if self._strategy.name == "rewrite" and self._strategy.start == turn:
+        spec = self._strategy.spec
+        if spec.opening is not None and self._strategy.start == turn:
             self._exchange = []  # a fresh conversation: the buggy body is what it kept copying
-        elif self._strategy.name == "explain":
-            self._exchange = exchange.messages(exchange.feedback + "\n\n" + prompts.explain_text(self.request.target))
         else:
-            self._exchange = exchange.messages()
+            self._exchange = spec.next_exchange(self.request, exchange)
 
     def out_of_ways(self, turn: int) -> bool:
         return self._strategy.spent(turn)

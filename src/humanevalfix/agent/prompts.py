@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from humanevalfix.agent._request import RepairRequest, Target
+from humanevalfix.agent.strategies import strategy
 
 TOOL_NAME = "run_code"
 
@@ -260,3 +261,24 @@ def too_large_text(size: int) -> str:
         f"Your reply was not read: {size} characters, above this run's limit. Send only the "
         "corrected function, much shorter."
     )
+
+
+# The text protocol's strategies (agent.strategies), in the order a stuck model meets them: what
+# each sends after a turn (after the task, or after its own opening). `exchange` is agent._conversation's
+# Exchange (not imported: it imports toolcalls, which imports this).
+@strategy("fix")
+def _fix_next(request: RepairRequest, exchange: Any) -> list[dict[str, Any]]:
+    """The last exchange as it was: the candidate and what running it said."""
+    return exchange.messages()
+
+
+@strategy("explain")
+def _explain_next(request: RepairRequest, exchange: Any) -> list[dict[str, Any]]:
+    """The last exchange, its feedback followed by a request for a one-sentence diagnosis first."""
+    return exchange.messages(exchange.feedback + "\n\n" + explain_text(request.target))
+
+
+@strategy("rewrite", opening=rewrite_messages)
+def _rewrite_next(request: RepairRequest, exchange: Any) -> list[dict[str, Any]]:
+    """Nothing on its first turn (its opening: description, header and tests); then the last exchange."""
+    return exchange.messages()

@@ -17,12 +17,48 @@ not depend on what came before, and that is where its passes come from: in the f
 `--protocol tests` repair run of commit ad3ce1a, 20 of the 21 rewrite passes came on its first turn,
 one on its second, and none in the ~220 later rewrite turns (about a quarter of the run's 830 turns,
 mostly the model repeating its own rewrite).
+
+A strategy is registered with `@strategy(name)` on what it sends after a turn (its wording is in
+agent/prompts.py, where the built-in ones are registered); the order of registration is the order of
+escalation. One with an `opening` starts a fresh conversation from it instead of the task, and needs
+what a rewrite needs (a description or tests to write from, and tests); the last of the usable ones
+is the last resort: REWRITE_TURNS turns, and the second half of the budget when it has an opening.
 """
 
 from __future__ import annotations
 
-ORDER = ("fix", "explain", "rewrite")
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from humanevalfix.registry import Registry
+
 REWRITE_TURNS = 2
+
+Messages = list[dict[str, Any]]
+# (request, exchange) -> the messages sent after the opening on the next turn (agent._text).
+NextExchange = Callable[[Any, Any], Messages]
+Opening = Callable[[Any], Messages]  # request -> a fresh conversation's first messages
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    name: str
+    next_exchange: NextExchange
+    opening: Opening | None = None
+
+
+# Types named loosely: the wording (agent/prompts.py) imports the request, whose settings import this.
+STRATEGIES: Registry[StrategySpec] = Registry("strategy", "strategy", builtins="humanevalfix.agent.prompts")
+
+
+def strategy(name: str, opening: Opening | None = None) -> Callable[[NextExchange], NextExchange]:
+    """Register the decorated function as strategy `name`, the next way of asking after those before it."""
+
+    def register(next_exchange: NextExchange) -> NextExchange:
+        STRATEGIES.register(name, StrategySpec(name, next_exchange, opening))
+        return next_exchange
+
+    return register
 
 
 class Strategy:
@@ -30,23 +66,31 @@ class Strategy:
     and the first turn whose repeats raise its temperature (AgentResult.repeats_since)."""
 
     def __init__(self, can_rewrite: bool, rewrite_turns: int | None = REWRITE_TURNS) -> None:
-        self.name = "fix"
+        self._order = [spec for spec in STRATEGIES.values() if spec.opening is None or can_rewrite]
+        self.spec = self._order[0]
         self.start = 0
-        self._last = "rewrite" if can_rewrite else "explain"
         self._rewrite_turns = rewrite_turns
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def _last(self) -> StrategySpec:
+        return self._order[-1]
 
     def escalate(self, turn: int) -> None:
         """The next way of asking, from `turn` on, if there is one left."""
-        if self.name != self._last:
-            self.name, self.start = ORDER[ORDER.index(self.name) + 1], turn
+        if self.spec is not self._last:
+            self.spec, self.start = self._order[self._order.index(self.spec) + 1], turn
 
     def spent(self, turn: int) -> bool:
         """Whether the last resort has had its turns by `turn` (the next turn's number)."""
-        return self.name == "rewrite" and self._rewrite_turns is not None and turn - self.start >= self._rewrite_turns
+        return self.spec.opening is not None and self._rewrite_turns is not None and turn - self.start >= self._rewrite_turns
 
     def before_turn(self, turn: int, budget: int) -> bool:
         """The second half of the turns rewrites; True if that starts now."""
-        if self._last == "rewrite" and self.name != "rewrite" and turn > 0 and budget - turn <= budget // 2:
-            self.name, self.start = "rewrite", turn
+        if self._last.opening is not None and self.spec is not self._last and turn > 0 and budget - turn <= budget // 2:
+            self.spec, self.start = self._last, turn
             return True
         return False

@@ -28,6 +28,7 @@ from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
 from humanevalfix.models.client import RetryPolicy
 from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.safetext import shown
 
 HELP = "run the benchmark (the default command)"
@@ -112,7 +113,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     require_engine(args.engine)  # refused before the model is resolved or started
     served = served_from_args(args)
     preset = served.preset
-    if args.exact_lookup and preset.provider != "local":
+    if args.exact_lookup and preset.provider != LOCAL:
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
     return RunConfig(

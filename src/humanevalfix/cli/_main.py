@@ -72,7 +72,11 @@ def build_parser(prog: str = "humanevalfix") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(prog)
+    try:
+        parser = build_parser(prog)  # reads the registries, and so loads the plugins: a broken one is one line
+    except UserError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {shown(exc)}", highlight=False, soft_wrap=True)
+        return 2
     try:
         check_options(parser, argv)  # an unknown option named, by its own command, before argparse misreads it
         args = parser.parse_args(argv)

@@ -14,7 +14,8 @@ from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
 from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
 from humanevalfix.envfiles import EnvFiles, key_line
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.presets import SELECTABLE_PROVIDERS, Preset, load_presets, parse_seed, parse_temperatures, resolve
+from humanevalfix.models.catalog import COMPATIBLE, selectable_providers
+from humanevalfix.models.presets import Preset, load_presets, parse_seed, parse_temperatures, resolve
 from humanevalfix.models.served import ServedChoice, choose, first_key
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
@@ -84,7 +85,7 @@ def base_urls(text: str) -> str:
 def add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model", help="a preset from models.yaml (see --list-models), a raw model id, or oracle:canonical / oracle:buggy; default: the first provider with a key in the environment, else the embedded local model")
-    g.add_argument("--provider", choices=SELECTABLE_PROVIDERS, help="override the preset's provider")
+    g.add_argument("--provider", choices=selectable_providers(), help="override the preset's provider")
     g.add_argument("--base-url", type=base_urls, help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama); several, comma-separated, share the run like keys")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key(s), comma-separated for several")
     g.add_argument("--temperatures", help="temperature by attempt, e.g. 0,0.3,0.5,0.7 (the last repeats)")
@@ -147,7 +148,7 @@ def served_from_args(args: argparse.Namespace) -> ServedChoice:
     a tool-call probe otherwise, which the run makes after its input checks), said in one line."""
     presets = load_presets(args.models_file) if args.models_file else load_presets()
     preset = _resolved(args, presets)
-    if not args.base_url or preset.provider != "compatible" or args.model in presets:
+    if not args.base_url or preset.provider != COMPATIBLE or args.model in presets:
         return ServedChoice(preset, "", None)
     choice = choose(preset, presets, explicit_sampling(args), first_key(preset))
     if choice.preset_reason and not choice.probe:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from humanevalfix.errors import ConfigError
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.embedded import DEFAULT_BATCH_THREADS, DEFAULT_CTX, DEFAULT_PROMPT_LOOKUP, DEFAULT_THREADS, EXACT_MAX_DRAFT
 
 HELP = 'run the embedded local model as an OpenAI-compatible server in the foreground'
@@ -30,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     presets = load_presets(args.models_file) if args.models_file else load_presets()
     preset = presets.get(args.model)
-    if preset is None or preset.provider != "local":
-        local = ", ".join(n for n, p in presets.items() if p.provider == "local")
+    if preset is None or preset.provider != LOCAL:
+        local = ", ".join(n for n, p in presets.items() if p.provider == LOCAL)
         raise ConfigError(f"--model {args.model}: not a local preset (local presets: {local})")
     if args.port is not None and not 0 < args.port < 65536:
         raise ConfigError(f"--port: must be between 1 and 65535, got {args.port}")

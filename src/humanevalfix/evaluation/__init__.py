@@ -7,7 +7,8 @@ them concurrently, streamed to records.py's stream and resumable; scorer.py give
 on a task's first and final code; results.py writes the results file and its summary, with
 pass@k from passk.py; generations.py exports and scores generations files in the reference
 harness's format; validate.py checks a dataset of your own. A new measure of a run goes into
-results.Summary (and the reports that show it); a new dataset format into dataset.read_rows.
+results.Summary (and the reports that show it); a new dataset format is a reader registered
+with `@dataset_format` (tasks/formats.py).
 
 Names below resolve on first use (see humanevalfix/exports.py).
 """
@@ -15,7 +16,6 @@ Names below resolve on first use (see humanevalfix/exports.py).
 from humanevalfix.exports import lazy_exports
 
 _MODULES = {
-    "Task": "dataset",
     "RunOutcome": "runner",
     "run_eval": "runner",
     "run_task": "runner",

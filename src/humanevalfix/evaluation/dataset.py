@@ -16,12 +16,16 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from humanevalfix.safetext import encodable
 from humanevalfix.errors import DatasetError
+from humanevalfix.models.oracle import Answer
+# Task and the row formats live at the ground (tasks/), below the agent and the models that take a
+# task; they are named here too, where loading a dataset is.
+from humanevalfix.tasks.formats import read_rows, suffixes
+from humanevalfix.tasks.task import DEFAULT_MAX_FIELD, Task, task_from_row
 
 HUB_DATASET = "bigcode/humanevalpack"
 HUB_CONFIG = "python"
@@ -38,138 +42,11 @@ PROBE_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
-class Task:
-    task_id: str
-    entry_point: str
-    buggy_code: str
-    test: str
-    example_test: str = ""
-    docstring: str = ""
-    bug_type: str = ""
-    failure_symptoms: str = ""
-    canonical_code: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class Dataset:
     tasks: list[Task]
     source: str  # a file path, HUB_SOURCE or BUNDLED_SOURCE
     sha256: str  # of the file bytes (or of the canonical JSONL of the rows for the Hub)
     where: dict[str, str] = field(default_factory=dict)  # task_id -> its row (file:line), for errors
-
-
-def _field(row: dict[str, Any], name: str, where: str) -> str:
-    value = row.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise DatasetError(f"{where}: field '{name}' is missing or empty")
-    return value
-
-
-def _optional(row: dict[str, Any], name: str) -> str:
-    value = row.get(name)
-    return value if isinstance(value, str) else ""
-
-
-# The largest code or test field a row may hold (characters; --max-field-size raises it): every
-# field is copied into prompts, records and the sandbox, so one huge row would cost every task.
-DEFAULT_MAX_FIELD = 1 << 20
-_BOUNDED_FIELDS = ("task_id", "entry_point", "buggy_code", "declaration", "buggy_solution", "test", "example_test",
-                   "canonical_code", "canonical_solution", "docstring")
-
-
-def task_from_row(row: Any, where: str, max_field: int = DEFAULT_MAX_FIELD) -> Task:
-    """Build a Task from one dataset row; `where` names the row in error messages."""
-    if not isinstance(row, dict):
-        raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    task_id = _field(row, "task_id", where)
-    if len(task_id) <= 200:  # a longer one is not repeated in every message about the row
-        where = f"{where} (task_id {task_id!r})"
-    for name in _BOUNDED_FIELDS:
-        value = row.get(name)
-        if isinstance(value, str) and len(value) > max_field:
-            raise DatasetError(f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} (--max-field-size raises it)")
-        if isinstance(value, str) and not encodable(value):
-            # A JSON escape such as \ud800: no UTF-8 form, so no prompt or sandbox could take it.
-            raise DatasetError(f"{where}: field '{name}' holds a lone surrogate (a character with no UTF-8 form)")
-    entry_point = _field(row, "entry_point", where)
-    # Buggy code is `declaration + buggy_solution` in HumanEvalPack; own datasets may give it whole.
-    if isinstance(row.get("buggy_code"), str) and row["buggy_code"].strip():
-        buggy = row["buggy_code"]
-    elif "buggy_solution" in row or "declaration" in row:
-        buggy = _field(row, "declaration", where) + _field(row, "buggy_solution", where)
-    else:
-        raise DatasetError(f"{where}: field 'buggy_solution' (with 'declaration') or 'buggy_code' is missing")
-    test = _field(row, "test", where)
-    canonical: str | None = None
-    if isinstance(row.get("canonical_code"), str) and row["canonical_code"].strip():
-        canonical = row["canonical_code"]
-    elif isinstance(row.get("canonical_solution"), str) and row["canonical_solution"].strip():
-        canonical = (row.get("declaration") or "") + row["canonical_solution"]
-    return Task(
-        task_id=task_id,
-        entry_point=entry_point,
-        buggy_code=buggy,
-        test=test,
-        example_test=_optional(row, "example_test"),
-        docstring=_optional(row, "docstring"),
-        bug_type=_optional(row, "bug_type"),
-        failure_symptoms=_optional(row, "failure_symptoms"),
-        canonical_code=canonical,
-    )
-
-
-def read_rows(path: Path, bad_line: Callable[[str], Any] | None = None) -> Iterable[tuple[str, Any]]:
-    """The file's rows with where each stands. A JSONL line that is not JSON raises DatasetError,
-    or, given `bad_line`, stands as `bad_line(problem)` (validate-dataset reports every row)."""
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                where = f"{path}:{lineno}"
-                try:
-                    line = raw.decode("utf-8")
-                    if not line.strip():
-                        continue
-                    yield where, json.loads(line)
-                except UnicodeDecodeError as exc:
-                    problem = f"not UTF-8 text (byte {exc.start} of the line)"
-                    if bad_line is None:
-                        raise DatasetError(f"{where}: {problem}") from None
-                    yield where, bad_line(problem)
-                except json.JSONDecodeError as exc:
-                    if bad_line is None:
-                        raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
-                    yield where, bad_line(f"not valid JSON ({exc.msg})")
-    elif suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        if not isinstance(data, list):
-            raise DatasetError(f"{path}: expected a JSON list of task objects")
-        for index, row in enumerate(data):
-            yield f"{path}[{index}]", row
-    elif suffix == ".parquet":
-        yield from _parquet_rows(path)
-    else:
-        raise DatasetError(f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json or .parquet)")
-
-
-def _parquet_rows(path: Path) -> Iterable[tuple[str, Any]]:
-    import pyarrow.parquet as pq
-
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except Exception as exc:  # pyarrow's errors (ArrowInvalid, OSError, ...) all mean "cannot read it"
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DatasetError(f"{path}: not a readable parquet file ({first})") from None
-    for index, row in enumerate(rows):
-        yield f"{path} row {index}", row
 
 
 def file_sha256(path: Path) -> str:
@@ -187,7 +64,7 @@ def load_file(path: Path, max_field: int = DEFAULT_MAX_FIELD) -> Dataset:
 
 def _tasks_in(path: Path, max_field: int = DEFAULT_MAX_FIELD) -> tuple[list[Task], dict[str, str]]:
     if path.is_dir():
-        raise DatasetError(f"--dataset-path {path}: is a directory; give a .jsonl, .json or .parquet file")
+        raise DatasetError(f"--dataset-path {path}: is a directory; give a {suffixes()} file")
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
     tasks: list[Task] = []
@@ -363,3 +240,8 @@ def select(tasks: list[Task], task_ids: list[str] | None, limit: int | None) -> 
     if limit is not None:
         chosen = chosen[:limit]
     return chosen
+
+
+def oracle_answers(tasks: list[Task]) -> dict[str, Answer]:
+    """What an oracle model (oracle:canonical, oracle:buggy) may answer for each task."""
+    return {t.task_id: Answer(buggy=t.buggy_code, canonical=t.canonical_code) for t in tasks}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 
 TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0))
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.evaluation import plusdomain, plusgen
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.plusproperty import asserted_property
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import Executor
 from humanevalfix.sandbox.jail import FS
 

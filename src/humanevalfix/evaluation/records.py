@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from humanevalfix.agent import AgentResult
 from humanevalfix.errors import UserError
 from humanevalfix.redaction import redact_data
 
@@ -159,3 +160,21 @@ def read_stream(path: Path) -> tuple[dict[str, Any], list[TaskRecord]]:
         with path.open("r+b") as fh:
             fh.truncate(good_bytes)
     return config, list(records.values())
+
+
+def agent_fields(result: AgentResult) -> dict[str, Any]:
+    """The TaskRecord fields that come from the agent's run alone (the eval's and `fix`'s records)."""
+    attempts = result.attempts
+    return dict(
+        iterations=len(attempts),
+        executions=sum(1 for a in attempts if a.outcome in ("passed", "failed", "timeout")),
+        stop_reason=result.stop_reason,
+        tool_mode=result.tool_mode,
+        first_code=result.first_code,
+        final_code=result.final_code,
+        tokens_in=sum(a.tokens_in for a in attempts),
+        tokens_out=sum(a.tokens_out for a in attempts),
+        model_latency_s=round(sum(a.latency_s for a in attempts), 3),
+        attempts=result.attempts_dicts(),
+        context_trims=list(result.context_trims),
+    )

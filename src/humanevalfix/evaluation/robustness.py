@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from humanevalfix.evaluation import plusgen
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.hardcoding import hardcoding
 from humanevalfix.evaluation.pluscases import Cases, CaseStore, fill
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
 MAX_INPUTS = plusgen.MAX_INPUTS

@@ -33,7 +33,7 @@ from humanevalfix.models.keys import KeyPool
 from humanevalfix.models import served
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
-from humanevalfix.evaluation.records import Stream, TaskRecord, read_stream
+from humanevalfix.evaluation.records import Stream, TaskRecord, agent_fields, read_stream
 from humanevalfix.evaluation.results import Summary, results_document, summarize, write_atomic
 from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
@@ -95,24 +95,6 @@ def run_task(
         **agent_fields(result),
     )
     return record, result
-
-
-def agent_fields(result: AgentResult) -> dict[str, Any]:
-    """The TaskRecord fields that come from the agent's run alone (the eval's and `fix`'s records)."""
-    attempts = result.attempts
-    return dict(
-        iterations=len(attempts),
-        executions=sum(1 for a in attempts if a.outcome in ("passed", "failed", "timeout")),
-        stop_reason=result.stop_reason,
-        tool_mode=result.tool_mode,
-        first_code=result.first_code,
-        final_code=result.final_code,
-        tokens_in=sum(a.tokens_in for a in attempts),
-        tokens_out=sum(a.tokens_out for a in attempts),
-        model_latency_s=round(sum(a.latency_s for a in attempts), 3),
-        attempts=result.attempts_dicts(),
-        context_trims=list(result.context_trims),
-    )
 
 
 def _progress(console: Console, activity: Activity) -> Progress:
@@ -197,7 +179,7 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
     )
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
-        with open_endpoint(config.preset, tasks, retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
+        with open_endpoint(config.preset, ds.oracle_answers(tasks), retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
             if started is not None:
                 started()  # every input checked and the endpoint open (its keys too): the run starts
             preset = endpoint.preset

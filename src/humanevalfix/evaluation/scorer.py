@@ -2,7 +2,7 @@
 
 It never reuses the agent's own tool results (those may have used other tests, or none),
 and it runs with the reference harness's prelude, like bigcode-evaluation-harness. The test
-runs in the sandbox's judge process with the task's own helpers (evaluation/support.py); the
+runs in the sandbox's judge process with the task's own helpers (tasks/support.py); the
 candidate's functions are reached in a process of their own.
 
 `score_task` adds the pass@1+ check (evaluation/robustness.py) in the same run where it can: once
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from humanevalfix.evaluation import robustness
-from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.robustness import Differential, Inputs, Robustness
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.support import support_code
+from humanevalfix.tasks.task import Task
 from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor
 
 PASSED_MESSAGE = "all tests passed"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from humanevalfix.evaluation import dataset as ds
-from humanevalfix.evaluation.support import support_code
+from humanevalfix.tasks.support import support_code
 from humanevalfix.errors import DatasetError
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.pool import ExecutorPool

@@ -5,39 +5,38 @@ tests and runs candidates against them, fixer.localize ranks the functions the f
 to (fixer.failures reads a failure against the sources), fixer.session tries one scope after
 another, fixer.scope says what a candidate may change and splices it in, fixer.request says what
 the model is asked, fixer.patch writes the diff.
+
+Names below resolve on first use (see humanevalfix/exports.py): an `__init__` that imported its
+modules would be re-entered by every module of the package that imports a sibling through it.
 """
 
-from humanevalfix.fixer.command import EXIT_FIXED, EXIT_NOT_FIXED, fix_executor, run_fix
-from humanevalfix.fixer.localize import Localizer, Stage, Suspect, plan, rank
-from humanevalfix.fixer.patch import patch_name, unified_diff
-from humanevalfix.fixer.request import request_for_fix
-from humanevalfix.fixer.scope import Scope, splice
-from humanevalfix.fixer.userfile import UserFile, load_user_file, require_function
-from humanevalfix.fixer.usertests import FailedTest, Frame, RunReport, UserTestExecutor, UserTests, baseline_problem, load_tests
+from humanevalfix.exports import lazy_exports
 
-__all__ = [
-    "EXIT_FIXED",
-    "EXIT_NOT_FIXED",
-    "FailedTest",
-    "Frame",
-    "Localizer",
-    "RunReport",
-    "Scope",
-    "Stage",
-    "Suspect",
-    "UserFile",
-    "UserTestExecutor",
-    "UserTests",
-    "baseline_problem",
-    "fix_executor",
-    "load_tests",
-    "load_user_file",
-    "patch_name",
-    "plan",
-    "rank",
-    "request_for_fix",
-    "require_function",
-    "run_fix",
-    "splice",
-    "unified_diff",
-]
+_MODULES = {
+    "EXIT_FIXED": "command",
+    "EXIT_NOT_FIXED": "command",
+    "fix_executor": "command",
+    "run_fix": "command",
+    "Localizer": "localize",
+    "Stage": "localize",
+    "Suspect": "localize",
+    "plan": "localize",
+    "rank": "localize",
+    "patch_name": "patch",
+    "unified_diff": "patch",
+    "request_for_fix": "request",
+    "Scope": "scope",
+    "splice": "scope",
+    "UserFile": "userfile",
+    "load_user_file": "userfile",
+    "require_function": "userfile",
+    "FailedTest": "usertests",
+    "Frame": "usertests",
+    "RunReport": "usertests",
+    "UserTestExecutor": "usertests",
+    "UserTests": "usertests",
+    "baseline_problem": "usertests",
+    "load_tests": "usertests",
+}
+__all__ = sorted(_MODULES)
+__getattr__ = lazy_exports(__name__, _MODULES)

@@ -22,9 +22,7 @@ from rich.markup import escape
 from humanevalfix.agent import AgentResult, Attempt, RepairRequest, ToolMode, repair
 from humanevalfix.agent.codecheck import fingerprint
 from humanevalfix.agent.engines import DEFAULT_ENGINE
-from humanevalfix.evaluation.dataset import Task
-from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.runner import agent_fields
+from humanevalfix.evaluation.records import TaskRecord, agent_fields
 from humanevalfix.fixer.failures import describe
 from humanevalfix.fixer.localize import Localizer, Stage, plan
 from humanevalfix.fixer.request import request_for_fix
@@ -32,6 +30,7 @@ from humanevalfix.fixer.scope import Scope
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy
+from humanevalfix.models.oracle import Answer
 from humanevalfix.models.presets import Preset
 from humanevalfix.models.providers import open_endpoint
 from humanevalfix.runspec import AgentSpec, ModelSpec, ProtocolSpec, agent_settings
@@ -218,14 +217,14 @@ def find_fix(
     stages = _stages(args, localizer, baseline, user_file)
     console.print(f"scope: {_scope_line(stages[0])}")
     log = TurnLog(console, executor, baseline)
-    # The endpoint takes tasks: an oracle model answers each by its id (oracle:buggy, the file as it is).
-    task = Task(task_id=user_file.display, entry_point=stages[0].function or user_file.module, buggy_code=user_file.source, test=tests.source)
+    # An oracle model answers by the request's id: oracle:buggy gives the file as it is.
+    answers = {user_file.display: Answer(buggy=user_file.source)}
     retry = RetryPolicy(attempts=args.retries, timeout_s=args.request_timeout)
     start = time.monotonic()
     results: list[AgentResult] = []
     scopes: list[str] = []
     fixed = False
-    with open_endpoint(preset, [task], retry, gguf=args.gguf) as endpoint:
+    with open_endpoint(preset, answers, retry, gguf=args.gguf) as endpoint:
         used = endpoint.preset
         model = ProgressModel(endpoint.model, console, used.model or used.name)
         mode = ToolMode(used.native_tools)  # one for the session: an endpoint found to need text keeps it

@@ -1,17 +1,17 @@
 """The models the agent talks to: presets, the chat client, API keys, and local or oracle models.
 
     preset = resolve("gpt-4o-mini")                      # models.yaml, or a raw model id
-    with open_endpoint(preset, tasks, RetryPolicy()) as endpoint:
+    with open_endpoint(preset, answers, RetryPolicy()) as endpoint:   # answers: an oracle's, by task id
         reply = endpoint.model.chat(ChatRequest(messages, temperature=0.0, max_tokens=1024))
 
 presets.py reads models.yaml and resolves --model/--provider/--base-url to a `Preset`;
 client.py is the OpenAI-compatible chat client (retries, key rotation from keys.py);
 providers.py opens the endpoint a preset names; embedded.py runs the local llama.cpp server
 (weights.py finds its weights); oracle.py answers with the canonical or the buggy code. A new
-model of a known provider is a preset in models.yaml. A new OpenAI-compatible provider is a name
-in presets.PROVIDERS with its default URL and key variable there (the CLI's --provider choices
-follow); one that needs its own SDK or set-up also gets its case in providers.open_endpoint.
-Anything that is not OpenAI-compatible implements `ChatModel` (a `chat(request)` method).
+model of a known provider is a preset in models.yaml. A new provider is an opener registered with
+`@provider` (catalog.py: its key variable, default URL and SDK; the CLI's --provider choices and
+the key checks follow), in providers.py or in a plugin; anything that is not OpenAI-compatible
+implements `ChatModel` (a `chat(request)` method).
 
 Names below resolve on first use (see humanevalfix/exports.py).
 """
@@ -30,8 +30,10 @@ _MODULES = {
     "KeyPool": "keys",
     "mask": "keys",
     "split_keys": "keys",
-    "PROVIDERS": "presets",
-    "SELECTABLE_PROVIDERS": "presets",
+    "PROVIDERS": "catalog",
+    "ProviderSpec": "catalog",
+    "provider": "catalog",
+    "selectable_providers": "catalog",
     "Preset": "presets",
     "load_presets": "presets",
     "parse_temperatures": "presets",

@@ -19,6 +19,7 @@ from humanevalfix.errors import ModelCallError
 from humanevalfix.redaction import redact
 from humanevalfix.safetext import encodable, repaired
 from humanevalfix.models.keys import KeyPool, Lease
+from humanevalfix.models.catalog import PROVIDERS
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class OpenAIChatModel:
         with self._lock:
             client = self._clients.get(lease.index)
             if client is None:
-                if self.provider == "together":
+                if _sdk(self.provider) == "together":
                     import together
 
                     client = together.Together(
@@ -349,3 +350,9 @@ def is_tools_rejected(exc: BaseException) -> bool:
     """A 400 from a server that does not take `tools` (or `tool_choice`)."""
     cause = exc.__cause__ or exc
     return status_of(cause) in (400, 422) and "tool" in str(cause).lower()
+
+
+def _sdk(provider: str) -> str | None:
+    """The SDK the provider is called through (models/catalog.py); a name not registered: openai's."""
+    spec = PROVIDERS.get(provider)
+    return spec.sdk if spec is not None else "openai"

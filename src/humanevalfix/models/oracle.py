@@ -1,27 +1,39 @@
 """Oracle models: answer every task with its canonical or its buggy code, through the tool-call path.
 
 They check the pipeline without an LLM: on the full dataset `oracle:canonical` must score
-164/164 and `oracle:buggy` 0/164.
+164/164 and `oracle:buggy` 0/164. An oracle is given answers by task id, not tasks: the benchmark
+gives its dataset's, `fix` the user's file as it is (oracle:buggy).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Mapping
 
-from humanevalfix.models.client import ChatReply, ChatRequest, ToolCall
-from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ConfigError
+from humanevalfix.models.client import ChatReply, ChatRequest, ToolCall
+
+KINDS = ("canonical", "buggy")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What an oracle may answer for one task: its buggy code, and its fix when one is known."""
+
+    buggy: str
+    canonical: str | None = None
 
 
 class OracleModel:
-    def __init__(self, kind: str, tasks: list[Task]) -> None:
+    def __init__(self, kind: str, answers: Mapping[str, Answer]) -> None:
         if kind == "canonical":
-            missing = [t.task_id for t in tasks if not t.canonical_code]
+            missing = [task_id for task_id, a in answers.items() if not a.canonical]
             if missing:
                 raise ConfigError(f"oracle:canonical needs a canonical solution; none for {', '.join(missing[:5])}")
-            self.answers = {t.task_id: t.canonical_code or "" for t in tasks}
+            self.answers = {task_id: a.canonical or "" for task_id, a in answers.items()}
         elif kind == "buggy":
-            self.answers = {t.task_id: t.buggy_code for t in tasks}
+            self.answers = {task_id: a.buggy for task_id, a in answers.items()}
         else:
             raise ConfigError(f"unknown oracle 'oracle:{kind}' (use oracle:canonical or oracle:buggy)")
         self.kind = kind

@@ -12,19 +12,12 @@ from typing import Any
 import yaml
 
 from humanevalfix.errors import ConfigError
+from humanevalfix.models.catalog import COMPATIBLE, HF, LOCAL, OPENAI, ORACLE, PROVIDERS, TOGETHER
+from humanevalfix.models.oracle import KINDS as ORACLE_KINDS
 
 PRESETS_FILE = Path(__file__).with_name("models.yaml")
-PROVIDERS = ("openai", "together", "hf", "compatible", "local", "oracle")
-# What --provider may name: an oracle is chosen by --model oracle:canonical|buggy, not by provider.
-SELECTABLE_PROVIDERS = tuple(p for p in PROVIDERS if p != "oracle")
-DEFAULT_BASE_URLS = {
-    "openai": None,  # the SDK's default
-    "together": None,
-    "hf": "https://router.huggingface.co/v1",
-}
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "together": "TOGETHER_API_KEY", "hf": "HF_TOKEN", "compatible": "LOCAL_API_KEY"}
 # Which preset a configured key selects when --model is not given; no key at all means local.
-AUTO_ORDER = (("OPENAI_API_KEY", "gpt-4o-mini"), ("TOGETHER_API_KEY", "qwen-coder-32b-together"), ("HF_TOKEN", "qwen-coder-32b-hf"))
+AUTO_ORDER = ((OPENAI, "gpt-4o-mini"), (TOGETHER, "qwen-coder-32b-together"), (HF, "qwen-coder-32b-hf"))  # provider, preset
 
 
 @dataclass(frozen=True)
@@ -81,7 +74,7 @@ def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
     unknown = sorted(set(raw) - set(FIELDS))
     if unknown:
         raise ConfigError(f"{source}: preset '{name}': unknown field '{unknown[0]}' (fields: {', '.join(FIELDS)})")
-    if raw.get("provider") not in PROVIDERS:
+    if not isinstance(raw.get("provider"), str) or raw["provider"] not in PROVIDERS:
         raise _field_error(source, name, "provider", f"one of {', '.join(PROVIDERS)}", raw)
     if not isinstance(raw.get("model"), str) or not raw["model"]:
         raise _field_error(source, name, "model", "a model id (text)", raw)
@@ -117,8 +110,8 @@ def _preset(name: str, raw: Any, source: Path) -> Preset:
         name=name,
         provider=raw["provider"],
         model=raw["model"],
-        base_url=raw.get("base_url", DEFAULT_BASE_URLS.get(raw["provider"])),
-        key_env=raw.get("key_env", DEFAULT_KEY_ENV.get(raw["provider"])),
+        base_url=raw.get("base_url", PROVIDERS[raw["provider"]].base_url),
+        key_env=raw.get("key_env", PROVIDERS[raw["provider"]].key_env),
         temperatures=tuple(float(t) for t in raw.get("temperatures", [0.0, 0.3, 0.5, 0.7])),
         max_tokens=int(raw.get("max_tokens", 1024)),
         native_tools=bool(raw.get("native_tools", True)),
@@ -208,29 +201,24 @@ def resolve(
     """--model NAME (preset) or raw id, overridden by the explicit options (seed: ... keeps the preset's)."""
     presets = presets if presets is not None else load_presets()
     env = environ if environ is not None else dict(os.environ)
-    if model and model.startswith("oracle:"):
+    if model and model.startswith(f"{ORACLE}:"):
         kind = model.split(":", 1)[1]
-        if kind not in ("canonical", "buggy"):
+        if kind not in ORACLE_KINDS:
             raise ConfigError(f"--model {model}: oracle models are oracle:canonical and oracle:buggy")
-        chosen = Preset(name=model, provider="oracle", model=model, native_tools=True, temperatures=(0.0,))
+        chosen = Preset(name=model, provider=ORACLE, model=model, native_tools=True, temperatures=(0.0,))
     elif model in presets:
         chosen = presets[model]
     elif model is None and base_url is None and provider is None:
-        name = next((preset for var, preset in AUTO_ORDER if env.get(var, "").strip()), "local")
+        name = next((preset for prov, preset in AUTO_ORDER if env.get(PROVIDERS[prov].key_env or "", "").strip()), LOCAL)
         chosen = presets[name]
     else:
-        prov = provider or ("compatible" if base_url else "openai")
+        prov = provider or (COMPATIBLE if base_url else OPENAI)
         if prov not in PROVIDERS:
             raise ConfigError(f"--provider: must be one of {', '.join(PROVIDERS)}, got {prov!r}")
-        chosen = Preset(
-            name=model or "(served model)",
-            provider=prov,
-            model=model or "",
-            base_url=base_url or DEFAULT_BASE_URLS.get(prov),
-            key_env=DEFAULT_KEY_ENV.get(prov),
-        )
+        spec = PROVIDERS[prov]
+        chosen = Preset(name=model or "(served model)", provider=prov, model=model or "", base_url=base_url or spec.base_url, key_env=spec.key_env)
     changes: dict[str, Any] = {}
-    if provider and chosen.provider != "oracle":
+    if provider and chosen.provider != ORACLE:
         changes["provider"] = provider
     if base_url and base_url != chosen.base_url:
         changes["base_url"] = base_url
@@ -238,8 +226,8 @@ def resolve(
         # not take a `seed` field: --seed sends one there.
         changes["price_in"] = changes["price_out"] = None
         changes["seed"] = None
-        if not provider and chosen.provider in ("openai", "local"):
-            changes["provider"] = "compatible"
+        if not provider and chosen.provider in (OPENAI, LOCAL):
+            changes["provider"] = COMPATIBLE
     if key_env:
         changes["key_env"] = key_env
     if temperatures:

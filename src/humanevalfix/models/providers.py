@@ -1,4 +1,9 @@
-"""From a preset to a live ChatModel: API keys from the environment, the oracle, the embedded server."""
+"""From a preset to a live ChatModel: the built-in providers, each registered with `@provider`
+(models/catalog.py), and `open_endpoint`, which opens whichever the preset names.
+
+The OpenAI-compatible APIs share one opener (a key pool from the environment); the embedded model
+runs llama.cpp as a child process; the oracle answers with the task's own code.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,15 @@ import contextlib
 import importlib
 import os
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
-from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
-from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ConfigError
+from humanevalfix.models.catalog import COMPATIBLE, HF, LOCAL, OPENAI, ORACLE, PROVIDERS, TOGETHER, provider
+from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
 from humanevalfix.models.keys import KeyPool, header_problem, shown_mask, split_keys, split_urls
-from humanevalfix.models.oracle import OracleModel
+from humanevalfix.models.oracle import Answer, OracleModel
 from humanevalfix.models.presets import Preset
 
 if TYPE_CHECKING:
@@ -33,11 +38,23 @@ class Endpoint:
     pool: KeyPool | None = None  # the keys' pool, for the summary's dropped keys (None: no keys)
 
 
-def key_pool(preset: Preset, environ: dict[str, str] | None = None) -> KeyPool:
+@dataclass(frozen=True)
+class OpenContext:
+    """What an opener may need besides the preset; each takes what it uses."""
+
+    answers: Mapping[str, Answer] = field(default_factory=dict)  # by task id: what an oracle answers
+    retry: RetryPolicy = RetryPolicy()
+    gguf: Path | None = None  # the embedded model's weights
+    environ: Mapping[str, str] | None = None  # where keys are read (None: os.environ)
+    server: ServerOptions | None = None  # the embedded model's server
+
+
+def key_pool(preset: Preset, environ: Mapping[str, str] | None = None) -> KeyPool:
     env = environ if environ is not None else os.environ
     keys = split_keys(env.get(preset.key_env or "", ""))
     if not keys:
-        if preset.provider in ("openai", "together", "hf"):
+        # A provider whose key is not optional never gets the placeholder: a missed key stops here.
+        if preset.provider not in PROVIDERS or PROVIDERS[preset.provider].needs_key:
             raise ConfigError(
                 f"no API key for provider '{preset.provider}': set {preset.key_env} in .env "
                 f"(several keys may be given, separated by commas)"
@@ -57,43 +74,63 @@ def preload_sdk(preset: Preset) -> threading.Thread | None:
     """Import the provider's SDK in the background: `import openai` alone takes about a second,
     which would otherwise hold every worker at its first call; started first, it overlaps loading
     the dataset and starting the sandboxes."""
-    if preset.provider == "oracle":
+    sdk = PROVIDERS.require(preset.provider).sdk
+    if sdk is None:
         return None
-    name = "together" if preset.provider == "together" else "openai"
-    thread = threading.Thread(target=importlib.import_module, args=(name,), name=f"preload-{name}", daemon=True)
+    thread = threading.Thread(target=importlib.import_module, args=(sdk,), name=f"preload-{sdk}", daemon=True)
     thread.start()
     return thread
 
 
-@contextlib.contextmanager
 def open_endpoint(
     preset: Preset,
-    tasks: list[Task],
+    answers: Mapping[str, Answer],  # by task id: what an oracle model answers (other models ignore them)
     retry: RetryPolicy,
     gguf: Path | None = None,
     environ: dict[str, str] | None = None,
     server: ServerOptions | None = None,  # the embedded model's server (provider local)
-) -> Iterator[Endpoint]:
-    if preset.provider == "oracle":
-        yield Endpoint(OracleModel(preset.model.split(":", 1)[1], tasks), preset, 0)
-        return
-    if preset.provider == "local":
-        from humanevalfix.models.embedded import embedded_server
+) -> contextlib.AbstractContextManager[Endpoint]:
+    """The endpoint of the preset's provider, open for the `with` block."""
+    context = OpenContext(answers=answers, retry=retry, gguf=gguf, environ=environ, server=server)
+    return PROVIDERS.require(preset.provider).open(preset, context)
 
-        with embedded_server(preset, gguf, server) as served:
-            # One CPU server answers one request at a time, slowly when the machine is busy: a
-            # client timeout would only queue the same request again behind the abandoned one.
-            retry = replace(retry, timeout_s=max(retry.timeout_s, LOCAL_TIMEOUT_S))
-            pool = KeyPool([PLACEHOLDER_KEY], secret=False)
-            model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=pool, retry=retry)
-            yield Endpoint(model, served.preset, 1)
-        return
-    pool = key_pool(preset, environ)
+
+# Decorators apply from the bottom up: openai is registered first (the order of --provider's choices).
+@provider(COMPATIBLE, key_env="LOCAL_API_KEY", key_optional=True)
+@provider(HF, key_env="HF_TOKEN", base_url="https://router.huggingface.co/v1")
+@provider(TOGETHER, key_env="TOGETHER_API_KEY", sdk="together")
+@provider(OPENAI, key_env="OPENAI_API_KEY")
+@contextlib.contextmanager
+def _open_api(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
+    """An OpenAI-compatible API: keys from the environment, round-robin."""
+    pool = key_pool(preset, context.environ)
     if not preset.model:
         preset = _with_served_model(preset, pool)
     # base_url is per slot (lease.base_url) when --base-url lists several servers.
-    model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=None, keys=pool, retry=retry)
+    model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=None, keys=pool, retry=context.retry)
     yield Endpoint(model, preset, len(pool), pool)
+
+
+
+
+@provider(LOCAL, priced=False, keyless_note="the embedded model runs")
+@contextlib.contextmanager
+def _open_embedded(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
+    from humanevalfix.models.embedded import embedded_server
+
+    with embedded_server(preset, context.gguf, context.server) as served:
+        # One CPU server answers one request at a time, slowly when the machine is busy: a
+        # client timeout would only queue the same request again behind the abandoned one.
+        retry = replace(context.retry, timeout_s=max(context.retry.timeout_s, LOCAL_TIMEOUT_S))
+        pool = KeyPool([PLACEHOLDER_KEY], secret=False)
+        model = OpenAIChatModel(provider=COMPATIBLE, model=served.model, base_url=served.base_url, keys=pool, retry=retry)
+        yield Endpoint(model, served.preset, 1)
+
+
+@provider(ORACLE, sdk=None, selectable=False, priced=False)
+@contextlib.contextmanager
+def _open_oracle(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
+    yield Endpoint(OracleModel(preset.model.split(":", 1)[1], context.answers), preset, 0)
 
 
 def _with_served_model(preset: Preset, pool: KeyPool) -> Preset:

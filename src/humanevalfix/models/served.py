@@ -27,6 +27,7 @@ from typing import Any
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
+from humanevalfix.models.catalog import LOCAL
 
 PROBE_TIMEOUT_S = 120.0  # one short reply; a CPU server under load takes a while
 LIST_TIMEOUT_S = 15.0
@@ -105,7 +106,7 @@ def probe_tools(base_url: str, key: str, model: str) -> str | None:
 
 
 def local_preset_for(model: str, presets: dict[str, Preset]) -> Preset | None:
-    return next((p for p in presets.values() if p.provider == "local" and p.model == model), None)
+    return next((p for p in presets.values() if p.provider == LOCAL and p.model == model), None)
 
 
 def choose(preset: Preset, presets: dict[str, Preset], explicit: frozenset[str], key: str | None = None) -> ServedChoice:

@@ -14,6 +14,7 @@ from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary
 from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
+from humanevalfix.models.catalog import PROVIDERS
 
 
 def _pct(n: int, total: int) -> str:
@@ -60,7 +61,8 @@ def summary_table(summary: Summary, spec: RunSpec) -> Table:
 
 def cost_text(cost_usd: float | None, provider: str) -> str:
     """A price only where there is one: "$0.0000" for a model on your own CPU read as a free API."""
-    if provider in ("local", "oracle"):
+    spec = PROVIDERS.get(provider)  # a plugin's provider that is not installed here: priced
+    if spec is not None and not spec.priced:
         return "local (no per-token price)"
     if cost_usd is None:
         return "— (no price_per_1m in the preset)"

@@ -9,8 +9,8 @@ fresh-interpreter executor; forkserver.py the warm one; jail.py the OS isolation
 included); docker.py the warm one in a container per executor, with its image built by image.py;
 factory.py maps `--sandbox` to one; pool.py lends executors to worker threads. child/ is the code that runs inside the jail (standard library only, loaded by
 file path: see child/runner.py). A new executor implements `Executor`, passes
-tests/test_sandbox_conformance.py for the guarantees it claims, and gets a name in
-factory.SANDBOXES.
+tests/test_sandbox_conformance.py for the guarantees it claims, and gets a builder registered with
+`@executor_kind` in factory.py (or in a plugin: humanevalfix/registry.py).
 
 Names below resolve on first use (see humanevalfix/exports.py).
 """
@@ -30,6 +30,8 @@ _MODULES = {
     "best_level": "jail",
     "probe": "jail",
     "SANDBOXES": "factory",
+    "ExecutorOptions": "factory",
+    "executor_kind": "factory",
     "build_executor": "factory",
     "executor_factory": "factory",
     "ExecutorPool": "pool",

@@ -1,4 +1,5 @@
-"""Choosing an executor: `--sandbox {auto,bwrap,unshare,process,restricted,docker}`.
+"""Choosing an executor: `--sandbox NAME`, one of the kinds registered here with `@executor_kind`
+(or by a plugin: humanevalfix/registry.py). The built-in ones:
 
 - `bwrap`: bubblewrap jail (no network, own PID namespace, read-only system, private tmpfs).
 - `unshare`: network and PID namespaces only (the file system is the host's).
@@ -14,21 +15,26 @@ All of them use a warm fork server per executor; `fresh=True` gives the fresh-in
 variant of the same isolation (the benchmark's baseline, and the conformance suite's).
 `ro_binds`: host directories a bwrap jail shows read-only at their own paths (`fix` passes the
 user's project); the other levels see the host's file system anyway.
+
+A kind is a builder, `(name, ExecutorOptions) -> () -> Executor`: given the options once, it returns
+what makes one executor (a pool makes several). SANDBOXES is the registry: `--sandbox`'s choices,
+HUMANEVALFIX_SANDBOX's check and the docs table read it.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from humanevalfix.errors import ConfigError
+from humanevalfix.registry import Registry
 from humanevalfix.sandbox.docker import DockerSettings, docker_factory
 from humanevalfix.sandbox.executor import Executor, Limits, SubprocessExecutor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import Jail, best_level, probe, weaker_warning
 
-SANDBOXES = ("auto", "bwrap", "unshare", "process", "restricted", "docker")
 LEVEL_NAMES = {"bwrap": "bwrap", "unshare": "unshare", "none": "process"}
 
 
@@ -54,6 +60,71 @@ def _hint(kind: str, problem: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """What every executor of a run is built with; a kind uses what applies to it."""
+
+    limits: Limits
+    fresh: bool = False  # a fresh interpreter per run instead of a warm fork server
+    ro_binds: tuple[Path, ...] = ()  # host folders shown read-only (fix: the user's project)
+    python: str = sys.executable  # the interpreter the jail runs
+    docker: DockerSettings | None = None  # --sandbox docker's settings
+    warn: Callable[[str], None] | None = None  # told when `auto` ends below file-system isolation
+
+
+Builder = Callable[[str, ExecutorOptions], Callable[[], Executor]]
+
+
+@dataclass(frozen=True)
+class ExecutorKind:
+    name: str
+    build: Builder
+    summary: str  # one line for the docs table and --help
+
+
+SANDBOXES: Registry[ExecutorKind] = Registry("sandbox", "--sandbox")
+
+
+def executor_kind(name: str, summary: str) -> Callable[[Builder], Builder]:
+    """Register the decorated builder as `--sandbox name` (stack several for one builder)."""
+
+    def register(build: Builder) -> Builder:
+        SANDBOXES.register(name, ExecutorKind(name, build, summary))
+        return build
+
+    return register
+
+
+# Decorators apply from the bottom up: auto is registered first (the order of --sandbox's choices).
+@executor_kind("restricted", "RestrictedPython inside the strongest jail that works here")
+@executor_kind("process", "rlimits only")
+@executor_kind("unshare", "network and PID namespaces only (the host's file system)")
+@executor_kind("bwrap", "bubblewrap: no network, own PID namespace, read-only system, private tmpfs")
+@executor_kind("auto", "the strongest of bwrap > unshare > process that works here, saying so below bwrap")
+def _jailed(kind: str, options: ExecutorOptions) -> Callable[[], Executor]:
+    try:
+        jail = jail_for(kind, options.ro_binds, options.python)
+    except ValueError as exc:  # a bind the jail cannot make (the whole file system, /proc, ...)
+        raise ConfigError(f"--sandbox {kind}: {exc}") from None
+    if jail.warning:
+        (options.warn or _stderr)(f"--sandbox {kind}: {jail.warning}")
+    mode = "restricted" if kind == "restricted" else "python"
+    name = "restricted" if kind == "restricted" else LEVEL_NAMES[jail.level]
+    cls = SubprocessExecutor if options.fresh else ForkServerExecutor
+    limits, python = options.limits, options.python
+    return lambda: cls(limits, python, jail=jail, mode=mode, name=name)
+
+
+@executor_kind("docker", "a locked-down container per executor, a fork server inside")
+def _docker(kind: str, options: ExecutorOptions) -> Callable[[], Executor]:
+    if options.fresh:
+        raise ConfigError("--sandbox docker: runs a warm fork server per container only (no fresh interpreter per run)")
+    try:
+        return docker_factory(options.limits, options.docker or DockerSettings(), options.ro_binds)
+    except ValueError as exc:  # a bind the container cannot take
+        raise ConfigError(f"--sandbox docker: {exc}") from None
+
+
 def executor_factory(
     kind: str,
     limits: Limits,
@@ -68,25 +139,8 @@ def executor_factory(
     of executors would otherwise pay it per executor at every run's start). `python`: the
     interpreter the jail runs (by default this one), wherever it is installed. `warn` is told when
     `auto` ends below file-system isolation (by default one line on stderr)."""
-    if kind not in SANDBOXES:
-        raise ConfigError(f"--sandbox: unknown sandbox {kind!r} (choose from {', '.join(SANDBOXES)})")
-    if kind == "docker":
-        if fresh:
-            raise ConfigError("--sandbox docker: runs a warm fork server per container only (no fresh interpreter per run)")
-        try:
-            return docker_factory(limits, docker or DockerSettings(), ro_binds)
-        except ValueError as exc:  # a bind the container cannot take
-            raise ConfigError(f"--sandbox docker: {exc}") from None
-    try:
-        jail = jail_for(kind, ro_binds, python)
-    except ValueError as exc:  # a bind the jail cannot make (the whole file system, /proc, ...)
-        raise ConfigError(f"--sandbox {kind}: {exc}") from None
-    if jail.warning:
-        (warn or _stderr)(f"--sandbox {kind}: {jail.warning}")
-    mode = "restricted" if kind == "restricted" else "python"
-    name = "restricted" if kind == "restricted" else LEVEL_NAMES[jail.level]
-    cls = SubprocessExecutor if fresh else ForkServerExecutor
-    return lambda: cls(limits, python, jail=jail, mode=mode, name=name)
+    spec = SANDBOXES.require(kind)
+    return spec.build(kind, ExecutorOptions(limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn))
 
 
 def _stderr(line: str) -> None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 from humanevalfix.testing.scripted_server import Recorded, Response, tool_call
 
 _FIX_LINE = re.compile(r"Fix the bug in `([^`]+)`")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from humanevalfix.evaluation.dataset import Task
+from humanevalfix.tasks.task import Task
 
 
 def support_code(task: Task) -> str:
