@@ -136,7 +136,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("humanevalfix.tasks",),  # the task record, dataset formats, the task's helpers
     ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.envfiles"),  # running code; talking to a model
     ("humanevalfix.agent",),  # the repair loop: a task's request, a model, an executor
-    ("humanevalfix.config",),  # a run's configuration
+    ("humanevalfix.config", "humanevalfix.runspec"),  # a run's configuration and its specification
     ("humanevalfix.evaluation",),  # the benchmark: runs, scores, records
     ("humanevalfix.fixer", "humanevalfix.reports", "humanevalfix.testing"),  # fix, reports, test doubles
     ("humanevalfix.cli", "humanevalfix.__main__"),  # the command line
