@@ -18,12 +18,13 @@ domain; answers larger than CASE_BYTES as JSON are left out too. Both are counte
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from humanevalfix.evaluation import plusdomain, plusgen
 from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.tasks.support import support_code
+from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.executor import Executor
 from humanevalfix.sandbox.jail import FS
 
@@ -48,6 +50,9 @@ class Case:
     text: str  # the arguments, as the source of a tuple literal
     expected: Any  # the canonical answer in the check's normal form (JSON data); None for a property test
     limit_s: float  # the candidate's time for this call
+    # The arguments as the judge sends them (a plaindata tree): made here once, so that no run
+    # parses the literals again.
+    tree: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class Cases:
     problem: str | None = None  # why they could not be computed (the executor failed): not checked
 
     def to_json(self) -> str:
-        return json.dumps({"cases": [[c.text, c.expected, c.limit_s] for c in self.cases], "dropped": self.dropped, "atol": self.atol})
+        return json.dumps({"cases": [[c.text, c.expected, c.limit_s, c.tree] for c in self.cases], "dropped": self.dropped, "atol": self.atol})
 
 
 # The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
@@ -195,8 +200,18 @@ def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Ex
 
 
 def _from_data(data: dict[str, Any], atol: float) -> Cases:
-    cases = tuple(Case(str(t), e, float(limit)) for t, e, limit in data.get("cases") or [])
-    return Cases(cases, int(data.get("dropped") or 0), atol)
+    """From the answers run's fact (text, answer, limit) or a kept file (and the tree)."""
+    rows = data.get("cases") or []
+    cases = tuple(c for c in (_case(*row) for row in rows) if c is not None)
+    return Cases(cases, int(data.get("dropped") or 0) + len(rows) - len(cases), atol)
+
+
+def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | None:
+    """None for arguments that cannot be sent as they are (past the codec's bounds): dropped."""
+    try:
+        return Case(str(text), expected, float(limit_s), tree if tree is not None else plaindata.to_tree(ast.literal_eval(str(text))))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, plaindata.NotPlain):
+        return None
 
 
 # --- kept once computed ---------------------------------------------------------------------------

@@ -26,7 +26,9 @@ given, so it works unchanged when the candidate runs in another process behind s
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +74,7 @@ def generated(task: Task) -> Inputs:
 _CHECK = """
 
 def _hefix_plus(candidate):
-    import ast as _ast, copy as _copy, json as _json, math as _math, signal as _signal, time as _time
+    import ast as _ast, base64 as _b64, copy as _copy, json as _json, math as _math, signal as _signal, time as _time, zlib as _zlib
 __COMMON__
     def _number(a):
         if type(a) is list and len(a) == 2 and a[0] == "float":
@@ -92,7 +94,7 @@ __COMMON__
         return a == b
     _mark = globals().get("@hefix.mark")
     _left = _mark("test") if _mark is not None else __BUDGET__ + __RESERVE__
-    _cases = _json.loads(__CASES__)
+    _cases = _json.loads(_zlib.decompress(_b64.b64decode(__CASES__)))
     _budget = min(__BUDGET__, _left - __RESERVE__)
     _batch = globals().get("@hefix.batch")
     _old = _signal.signal(_signal.SIGALRM, _alarm)
@@ -100,7 +102,7 @@ __COMMON__
     if _budget <= 0:
         _outs = [("skipped", None)] * len(_cases)
     elif _batch is not None:
-        _outs = _batch(candidate, [_ast.literal_eval(_c[0]) for _c in _cases], [_c[2] for _c in _cases], _budget)
+        _outs = _batch(candidate, [_c[3] for _c in _cases], [_c[2] for _c in _cases], _budget, True)
     else:
         _outs = []
         for _c in _cases:
@@ -115,7 +117,7 @@ __COMMON__
                 _outs.append(("raised", type(_exc).__name__ + ": " + str(_exc)[:100]))
     _compared = _differ = _skipped = 0
     _first = None
-    for (_text, _expected, _limit), (_kind, _value) in zip(_cases, _outs):
+    for (_text, _expected, _limit, _tree), (_kind, _value) in zip(_cases, _outs):
         if _kind == "skipped":
             _skipped += 1
             continue
@@ -159,7 +161,8 @@ class Program:
 
 
 def check_program(task: Task, cases: Cases) -> Program:
-    payload = json.dumps([[c.text, c.expected, c.limit_s] for c in cases.cases])
+    # Compressed: the cases are most of the program, and every run's judge compiles it.
+    payload = base64.b64encode(zlib.compress(json.dumps([[c.text, c.expected, c.limit_s, c.tree] for c in cases.cases]).encode(), 6)).decode()
     body = fill(_CHECK, task, BUDGET=BUDGET_S, RESERVE=RESERVE_S, ATOL=repr(float(max(cases.atol, 0.0))), CASES=repr(payload))
     # `check(...)`-style: the entry point passed by name keeps it the candidate's, even where it
     # is named like a builtin.

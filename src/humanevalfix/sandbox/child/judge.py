@@ -173,21 +173,22 @@ class Channel:
         call.__dict__[STUB_NAME] = name
         return call
 
-    def batch(self, func: Any, calls: list[tuple[Any, ...]], limits: list[float], budget_s: float) -> list[tuple[str, Any]]:
+    def batch(self, func: Any, calls: list[Any], limits: list[float], budget_s: float, encoded: bool = False) -> list[tuple[str, Any]]:
         """`func` on each argument tuple, each call within its limit and all within `budget_s`:
         ("value", v), ("raised", "Type: message"), ("timeout", None) or, past the budget,
         ("skipped", None) per call. One message each way for a stub (the pass@1+ check's
-        hundreds of inputs), a plain loop for a function of the test's own."""
+        hundreds of inputs), a plain loop for a function of the test's own. `encoded`: the
+        argument tuples come as plaindata trees already (made once by the harness, not per run)."""
         name = getattr(func, "__dict__", {}).get(STUB_NAME)
-        if not isinstance(name, str):
-            return _local_batch(func, calls, budget_s)
         plain = self.plain
+        if not isinstance(name, str):
+            return _local_batch(func, [plain.from_tree(a) for a in calls] if encoded else calls, budget_s)
         try:
             request = {
                 "op": "batch",
                 "name": name,
                 "budget_s": float(budget_s),
-                "calls": [[plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)],
+                "calls": [[a if encoded else plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)],
             }
         except plain.NotPlain as exc:
             raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
