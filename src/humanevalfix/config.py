@@ -104,6 +104,8 @@ class RunConfig:
     task_ids: tuple[str, ...] | None = None
     limit: int | None = None
     max_iters: int = 5
+    redraws: int = 0  # agent._settings.AgentSettings.redraws
+    runtime_values: str = "none"  # agent._settings.RUNTIME_VALUES
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
     workers: int = 1
@@ -182,6 +184,8 @@ def public_config(
         # near tie (docs/local-model.md): compared on --resume, and timings compared like with like.
         "embedded_server": {"prompt_lookup": config.prompt_lookup, "exact_lookup": config.exact_lookup} if p.provider == "local" else None,
         "max_iters": config.max_iters,
+        "redraws": config.redraws,
+        "runtime_values": config.runtime_values,
         "protocol": config.protocol,  # agent.protocols: what the model saw; the two below follow from it
         "feedback": config.feedback,
         "engine": config.engine,  # agent.engines: who walked the steps (the same policy either way)

@@ -18,13 +18,14 @@ from humanevalfix.agent._driver import repair
 from humanevalfix.agent._graph import GraphState, build_graph, compile_graph, drawable, mermaid, repair_with_graph, require_langgraph
 from humanevalfix.agent._request import RepairRequest, Rewrite, Target, request_for_task
 from humanevalfix.agent._result import AgentResult, Attempt
-from humanevalfix.agent._settings import FEEDBACK_MODES, AgentSettings, ToolMode
+from humanevalfix.agent._settings import FEEDBACK_MODES, RUNTIME_VALUES, AgentSettings, ToolMode
 from humanevalfix.agent._steps import END, FIRST, ROUTES, STEP_DOCS, STEPS, RepairRun, Step, walk
 from humanevalfix.agent.codecheck import CodeCheck
 
 __all__ = [
     "END",
     "FEEDBACK_MODES",
+    "RUNTIME_VALUES",
     "FIRST",
     "ROUTES",
     "STEPS",

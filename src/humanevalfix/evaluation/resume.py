@@ -49,6 +49,8 @@ OPTION_OF = {
     "embedded_server.exact_lookup": "--exact-lookup",
     "native_tools": "--text-tools",
     "max_iters": "--max-iters",
+    "redraws": "--redraws",
+    "runtime_values": "--runtime-values",
     "protocol": "--protocol",
     "feedback": "--protocol",
     "docstring": "--protocol",
@@ -66,7 +68,7 @@ OPTION_OF = {
 # of the run with one engine, which a resume with the other would make untrue.
 # Runs from before seeds were sent sent none: continuing one seeded would mix the two (--seed none
 # continues it as it was).
-DEFAULTS = {"samples": 1, "engine": DEFAULT_ENGINE, "sampling.seed": None}
+DEFAULTS = {"samples": 1, "engine": DEFAULT_ENGINE, "sampling.seed": None, "redraws": 0, "runtime_values": "none"}
 
 
 def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

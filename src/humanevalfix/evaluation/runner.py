@@ -220,6 +220,8 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
                 docstring=config.docstring,
                 engine=config.engine,
                 seed=preset.seed,
+                redraws=config.redraws,
+                runtime_values=config.runtime_values,
             )
             mode = ToolMode(preset.native_tools, config.tools_reason)
             outcome = _execute(

@@ -12,7 +12,7 @@ from rich.table import Table
 from humanevalfix.agent.engines import engine_of
 from humanevalfix.agent.protocols import describe, protocol_of
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import Summary
+from humanevalfix.evaluation.results import Summary, turns_text
 from humanevalfix.safetext import shown as safe
 
 
@@ -51,6 +51,7 @@ def summary_table(summary: Summary, config: dict[str, Any]) -> Table:
         table.add_row("pass@k, after repair", _passk(summary.pass_at_k_final))
     table.add_row("infrastructure errors", str(summary.errors))
     table.add_row("mean iterations", f"{summary.mean_iterations:.2f}")
+    table.add_row("turns by outcome", turns_text(summary.turns, summary.redrawn))
     table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
     table.add_row("estimated cost", cost_text(summary.cost_usd, str(config.get("provider", ""))))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
