@@ -64,6 +64,8 @@ def test_a_trace_shows_the_changed_values_line_by_line(executor: CountingExecuto
     assert "call below_zero(operations=[1, 2, -3])" in text
     assert "line 4  balance += op  | balance=3" in text
     assert "line 6  return True  -> returns True" in text
+    indexed = runtime_values(executor, "def f(xs):\n    y = xs[0] + 1\n    return y\n", "  call:     f([1])", "f")
+    assert "y = xs[0] + 1  | y=2" in indexed  # the model's text: brackets as written, no console escapes
 
 
 def test_a_long_or_endless_call_is_bounded_and_the_candidates_prints_are_not_the_trace(executor: CountingExecutor) -> None:

@@ -19,7 +19,7 @@ import re
 
 from humanevalfix.agent import prompts
 from humanevalfix.agent._request import Target
-from humanevalfix.safetext import shown
+from humanevalfix.safetext import visible
 from humanevalfix.sandbox.executor import Executor
 
 HEAD = 12  # the first steps shown
@@ -169,7 +169,7 @@ def runtime_values(executor: Executor, code: str, message: str, name: str) -> st
     run = executor.run(tracer_program(code, call), "", "")
     if run.status == "error" or MARKER not in run.output:
         return ""
-    body = shown(run.output.rsplit(MARKER, 1)[1].strip("\n"), keep_lines=True)
+    body = visible(run.output.rsplit(MARKER, 1)[1].strip("\n"), keep_lines=True)  # text for the model, not Rich markup
     if not body.strip():
         return ""
     if len(body) > BUDGET:
