@@ -34,7 +34,7 @@ from humanevalfix.models.presets import Preset
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.traces import write_trace
 from humanevalfix.sandbox.factory import build_executor
-from humanevalfix.fixer.patch import patch_name, unified_diff
+from humanevalfix.fixer.patch import change_of, project_diff
 from humanevalfix.fixer.session import find_fix, tests_line
 from humanevalfix.fixer.userfile import UserFile, load_user_file, require_function
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, baseline_problem, load_tests, read_only_paths
@@ -174,7 +174,7 @@ def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None
         print(f"last failure:\n{outcome.message.rstrip()}")
         console.print(f"[red]not fixed[/]: {escape(user_file.display)} is unchanged")
         return EXIT_NOT_FIXED
-    print(unified_diff(user_file.source, outcome.new_source, patch_name(user_file.path)), end="")
+    print(project_diff([change_of(user_file, outcome.new_source)]), end="")
     console.print(f"[green]fixed[/] in {turns} turn{'s' if turns != 1 else ''}")
     if args.write:
         backup = apply_fix(user_file, outcome.new_source)
