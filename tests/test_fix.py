@@ -129,7 +129,7 @@ def test_pytest_file_fix_prints_the_diff_writes_it_and_keeps_the_original(projec
     assert proc.stdout == EXPECTED_DIFF
     # The failing tests point to parse_date: it is the scope, and the first, wrong fix went back
     # to the model as the eval tells a failure (the call, expected, got), with pytest's count.
-    assert "scope: parse_date (the failing test test_parse_date calls it at test_dates.py:5" in proc.stderr
+    assert "scope: parse_date in dates.py (the failing test test_parse_date calls it at test_dates.py:5" in proc.stderr
     feedback = last_message(requests[1])
     assert feedback["role"] == "tool"
     assert (
