@@ -31,6 +31,8 @@ from humanevalfix.fixer.localize import Localizer, Stage
 from humanevalfix.fixer.project import as_seen_from, shown
 from humanevalfix.fixer.request import request_for_fix
 from humanevalfix.fixer.scope import Scope
+from humanevalfix.fixer.toolmodel import WorkspaceModel
+from humanevalfix.fixer.workspace import Workspace
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy
@@ -238,7 +240,9 @@ def find_fix(
     user_file = first
     with open_endpoint(preset, [task], retry, gguf=args.gguf) as endpoint:
         used = endpoint.preset
-        model = ProgressModel(endpoint.model, console, used.model or used.name)
+        # With native tool calls the model may also read, list, grep and edit a scratch copy of the project.
+        tools = WorkspaceModel(endpoint.model, Workspace(where.root), lambda name, answer: console.print(f"  {name}: {escape(answer.partition(chr(10))[0][:200])}"))
+        model = ProgressModel(tools, console, used.model or used.name)
         mode = ToolMode(used.native_tools)  # one for the session: an endpoint found to need text keeps it
         for number, stage in enumerate(stages):
             user_file = where.files[stage.path] if stage.path else first
@@ -246,6 +250,7 @@ def find_fix(
                 turns = len(scopes)
                 console.print(f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} turn{'s' if turns != 1 else ''}")
             runner = executor if user_file.path == served else executor.for_file(user_file)
+            tools.target = user_file.path
             log.executor = runner
             seen = as_seen_from(baseline, user_file.path, served)
             scope = Scope(user_file.source, user_file.path.name, user_file.module, stage.function)
