@@ -101,3 +101,16 @@ def test_function_without_file_picks_that_function_among_the_suspects(
     with ScriptedServer([fenced("def square(x):\n    return x * x\n")]) as server:
         assert fix(server, "--tests", "test_area.py", "--function", "cube") == 2
     assert "--function cube: no function of that name ran in the failing tests (those that did: square, square_area)" in capsys.readouterr().err
+
+
+def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_file(
+    shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(shapes)
+    with ScriptedServer([fenced("def square(x):\n    return x * x\n")]) as server:
+        code = fix(server, "shapes/geometry.py", "--tests", "test_area.py")
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert scope_lines(err) == ["scope: square in shapes/geometry.py (it ran during the failing test, called by `square_area`)"]
+    assert out.startswith("--- a/shapes/geometry.py\n")
