@@ -114,3 +114,18 @@ def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_fil
     assert code == 0, err
     assert scope_lines(err) == ["scope: square in shapes/geometry.py (it ran during the failing test, called by `square_area`)"]
     assert out.startswith("--- a/shapes/geometry.py\n")
+
+
+def test_from_another_directory_the_project_is_the_tests_one(
+    shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    elsewhere = shapes.parent / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not in the project: files are named relative to the project's top
+    with ScriptedServer([fenced("def square(x):\n    return x * x\n")]) as server:
+        code = fix(server, "--tests", str(shapes / "test_area.py"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert scope_lines(err)[0].startswith("scope: square in shapes/geometry.py (")
+    assert out.startswith("--- a/shapes/geometry.py\n+++ b/shapes/geometry.py\n")  # relative to the project's git top

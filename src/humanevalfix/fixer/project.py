@@ -82,7 +82,8 @@ class ProjectLocalizer:
             if self.only is not None and path != self.only:
                 return None
             try:
-                self.files[path] = load_user_file(shown(path, self.root))
+                # Read by its absolute path (fix may run anywhere), named as fix names it.
+                self.files[path] = replace(load_user_file(str(path)), display=shown(path, self.root))
             except UserError:  # not UTF-8, no parse, outside any importable place: not a suspect
                 return None
         return self.files[path]
