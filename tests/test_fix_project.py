@@ -129,3 +129,20 @@ def test_from_another_directory_the_project_is_the_tests_one(
     assert code == 0, err
     assert scope_lines(err)[0].startswith("scope: square in shapes/geometry.py (")
     assert out.startswith("--- a/shapes/geometry.py\n+++ b/shapes/geometry.py\n")  # relative to the project's git top
+
+
+def test_a_function_counts_once_however_many_of_its_comprehensions_ran(tmp_path: Path) -> None:
+    from humanevalfix.fixer import load_tests, load_user_file
+    from humanevalfix.fixer.project import ProjectLocalizer
+    from humanevalfix.fixer.usertests import FailedTest, Frame, Ran, RunReport
+    from humanevalfix.sandbox.executor import ExecResult
+
+    module = tmp_path / "cyclic.py"
+    module.write_text("def encode(s):\n    return [c for c in s]\n\n\ndef decode(s):\n    return encode(s)[::-1]\n", encoding="utf-8")
+    (tmp_path / "test_cyclic.py").write_text("from cyclic import decode\n\n\ndef test_decode():\n    assert decode('ab') == ['a', 'b']\n", encoding="utf-8")
+    user_file, tests = load_user_file(str(module)), load_tests(str(tmp_path / "test_cyclic.py"))
+    failure = FailedTest("test_cyclic.py::test_decode", "test_decode", "AssertionError", "", (Frame("tests", 5, "test_decode"),), ("==", "['b', 'a']", "['a', 'b']"))
+    ran = (Ran(module, "decode", 5), Ran(module, "encode", 1, module, "decode")) + tuple(Ran(module, "encode.<locals>.<listcomp>", 2, module, "encode") for _ in range(3))
+    report = RunReport(ExecResult("failed", "", "", 0.0, 1), failures=(failure,), ran=ran)
+    ranked = ProjectLocalizer(tests, tmp_path, user_file, only=module).rank(report)
+    assert [(s.name, s.score) for s in ranked] == [("decode", 6), ("encode", 3)]

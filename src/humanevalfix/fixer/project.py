@@ -105,10 +105,12 @@ class ProjectLocalizer:
             units[path] = units_of(pyast.parse(user_file.source))
             for s in Localizer(user_file, self.tests).rank(as_seen_from(report, path, served)):
                 suspects[(path, s.name)] = replace(s, reasons=list(s.reasons), path=path)
+        counted: set[tuple[object, ...]] = set()  # a unit once, however many of its inner functions ran
         for ran in report.ran:
             name = _unit(units.get(ran.path, {}), ran.function)
-            if name is None:
+            if name is None or (ran.path, name) in counted:
                 continue
+            counted.add((ran.path, name))
             suspect = suspects.setdefault((ran.path, name), Suspect(name, path=ran.path))
             by = f", called by `{ran.caller}`" if ran.caller else ""
             if suspect.reasons:  # what points to it says more than that it ran
@@ -119,8 +121,9 @@ class ProjectLocalizer:
             name = _unit(units.get(ran.path, {}), ran.function)
             caller = _unit(units.get(ran.caller_path, {}), ran.caller) if ran.caller_path and ran.caller else None
             pointed = suspects.get((ran.caller_path, caller)) if ran.caller_path and caller else None
-            if name is None or ran.caller_path == ran.path or pointed is None or pointed.score - RAN < TRACEBACK:
+            if name is None or ran.caller_path == ran.path or pointed is None or pointed.score - RAN < TRACEBACK or (ran.path, name, 1) in counted:
                 continue
+            counted.add((ran.path, name, 1))
             where = shown(ran.caller_path, self.root) if ran.caller_path else ""
             helper = suspects[(ran.path, name)]
             helper.add(HELPER, f"`{caller}` ({where}) calls it in the failing test")
