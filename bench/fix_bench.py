@@ -15,6 +15,12 @@ are recorded beside it.
 
     python bench/fix_bench.py --limit 40 --out results/fix_bench_local-0.5b.json --eval-results results/local-0.5b_repair.json
     python bench/fix_bench.py --tasks Python/3,Python/11 --run-eval --out /tmp/fixbench.json
+    python bench/fix_bench.py --set helper --mode project --limit 10 --out results/fix_bench_helper_project.json
+
+`--set helper` runs the helper-module set instead (bench/fix_helpers.py: the bug in a helper module
+that the tested function calls), in one `--mode`: `project` (no FILE), `file` (FILE = the caller's
+module), `told` (FILE = the helper module and --function). Every recorded diff is checked: does it
+apply with `git apply`, and what does it hold besides the fix (bench/fix_diffs.py).
 
 The embedded model (the default with no API key) is started once here and shared by every fix and
 the eval through --base-url, so a task's wall time leaves out loading it (`server_start_s`).
@@ -50,7 +56,9 @@ from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import SANDBOXES, build_executor
 
-from fix_tasks import Children, Row, Scorer, child_env, fix_task  # bench/, beside this script
+from fix_diffs import quality  # bench/, beside this script
+from fix_helpers import MODES, helper_task
+from fix_tasks import Children, Row, Scorer, child_env, fix_task, module_name
 
 LOCAL_REQUEST_TIMEOUT_S = 900  # one CPU server answers one request at a time (providers.LOCAL_TIMEOUT_S)
 
@@ -73,8 +81,8 @@ def recorded_rows(stream: Path, settings: dict[str, Any]) -> dict[str, Row]:
         except ValueError:
             continue  # a torn last line (a crash mid-write)
         if entry.get("type") == "settings":
-            for key in ("model", "max_iters", "text_tools"):
-                if entry["settings"].get(key) != settings[key]:
+            for key in ("model", "max_iters", "text_tools", "set", "mode"):
+                if entry["settings"].get(key, {"set": "single", "mode": ""}.get(key)) != settings[key]:
                     raise UserError(f"--resume {stream}: {key} was {entry['settings'].get(key)!r} there, {settings[key]!r} now")
         elif entry.get("type") == "task":
             rows[entry["row"]["task_id"]] = Row.of(entry["row"])
@@ -155,6 +163,10 @@ def summarize(rows: list[Row]) -> dict[str, Any]:
         "fix_s_per_task": round(sum(walls) / n, 1) if n else 0.0,
         "fix_s_median": walls[n // 2] if n else 0.0,
         "fix_turns_per_task": round(sum(r.turns or 0 for r in rows) / n, 2) if n else 0.0,
+        "diffs": sum(bool(r.diff) for r in rows),
+        "diffs_apply": sum(bool(r.applies) for r in rows),
+        "diffs_with_extras": [f"{r.task_id}: {r.extras}" for r in rows if r.extras],
+        "right_function": sum(bool(r.right_function) for r in rows),
     }
 
 
@@ -164,6 +176,10 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
     print(f"fix vs eval: model {settings['model']}, {n} tasks, max-iters {settings['max_iters']}")
     print(f"  fix (independent score):  {s['fix_passed']:3}/{n} = {pct(s['fix_passed'], n)}   {s['fix_s_per_task']} s/task (median {s['fix_s_median']}), {s['fix_turns_per_task']} turns/task")
     print(f"  fix's own verdict:        {s['fix_verdict']:3}/{n}   exits {s['fix_exits']}; reference check {s['fix_passed_reference']}/{n}")
+    print(f"  diffs: {s['diffs']}, {s['diffs_apply']} apply with git apply, {len(s['diffs_with_extras'])} hold more than the fix"
+          + (f"; {s['right_function']} change only the helper's function" if settings.get("set") == "helper" else ""))
+    for extra in s["diffs_with_extras"]:
+        print(f"    {extra}")
     if s["verdict_disagrees"]:
         print(f"  verdicts disagree on: {', '.join(s['verdict_disagrees'])}")
     eval_from = settings.get("eval_from")
@@ -211,12 +227,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, help="the first N tasks")
     p.add_argument("--workers", type=int, default=1, help="fix commands at a time (default 1)")
     p.add_argument("--resume", action="store_true", help="skip the tasks already in the .jsonl beside --out")
+    p.add_argument("--set", choices=("single", "helper"), default="single", help="the task set: one module per task (default), or the helper-module projects")
+    p.add_argument("--mode", choices=MODES, default="project", help="--set helper: fix without FILE (project), on the caller's file (file), or told the function (told)")
     g = p.add_argument_group("model (passed to fix and eval)")
     g.add_argument("--model", help="a preset or model id (default: as fix chooses: a provider with a key, else the embedded model)")
     g.add_argument("--base-url", help="an OpenAI-compatible server")
     g.add_argument("--api-key-env", metavar="VAR", help="the variable holding the key(s)")
     g.add_argument("--text-tools", action="store_true", help="the text protocol instead of native tool calls")
     g.add_argument("--gguf", type=Path, help="weights for the embedded model")
+    g.add_argument("--request-timeout", type=float, help="seconds per model request (default: fix's; 900 for the embedded model this bench starts, or a CPU server shared with another run)")
     g.add_argument("--max-iters", type=int, default=5, help="repair turns after the first (default 5)")
     g.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="fix's sandbox (the independent score uses the strongest that works)")
     g.add_argument("--timeout", type=float, default=6.0, help="seconds per test run (default 6)")
@@ -228,6 +247,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.eval_results and args.run_eval:
         p.error("--eval-results and --run-eval: give one")
+    if args.set == "helper" and (args.run_eval or args.eval_results):
+        p.error("--set helper: the eval has no such projects to compare with")
     if args.base_url and not args.model:
         p.error("--base-url: give --model too (the model id both sides are compared by)")
     args.command = shlex.join(["python", "bench/fix_bench.py", *(sys.argv[1:] if argv is None else argv)])
@@ -274,6 +295,8 @@ def _run(args: argparse.Namespace) -> int:
         "preset": preset.name,
         "max_iters": args.max_iters,
         "text_tools": not preset.native_tools,
+        "set": args.set,
+        "mode": args.mode if args.set == "helper" else "",
         "sandbox": args.sandbox,
         "timeout_s": args.timeout,
         "workers": args.workers,
@@ -281,20 +304,22 @@ def _run(args: argparse.Namespace) -> int:
         "dataset_sha256": data.sha256,
         "task_ids": [t.task_id for t in tasks],
         "fix_sees": "<entry_point>.py: the task's buggy code as the dataset has it (declaration + buggy solution, "
-        "without the entry point's docstring); test_<entry_point>.py: its whole test as one pytest test; no --function",
+        "without the entry point's docstring); test_<entry_point>.py: its whole test as one pytest test; no --function"
+        if args.set == "single" else "tasklib/core.py: the task's buggy code; tasklib/api.py: the entry point calling core's; "
+        "test_<entry_point>.py importing it from tasklib.api (bench/fix_helpers.py); fix run as --mode says",
     }
     stream = stream_of(args.out)
     earlier = recorded_rows(stream, settings) if args.resume else {}
     todo = [t for t in tasks if t.task_id not in earlier]
     eval_side = eval_side_from(args.eval_results, preset.model) if args.eval_results else None
-    rows: dict[str, Row] = {t.task_id: earlier[t.task_id] for t in tasks if t.task_id in earlier}
+    rows: dict[str, Row] = {t.task_id: _checked(earlier[t.task_id], t, args.set) for t in tasks if t.task_id in earlier}
     children = Children()
     started = time.monotonic()
     with ExitStack() as stack:
         base_url, settings["server_start_s"] = _served(stack, preset, args) if todo or args.run_eval else (None, None)
         opts = model_options(args, args.model or preset.name, base_url or args.base_url)
-        if base_url:
-            opts += ["--request-timeout", str(LOCAL_REQUEST_TIMEOUT_S)]
+        if base_url or args.request_timeout:
+            opts += ["--request-timeout", str(args.request_timeout or LOCAL_REQUEST_TIMEOUT_S)]
         settings["model_options"] = opts
         writer = RowStream(stream, settings, append=args.resume)
         scorer = Scorer(stack.enter_context(closing(build_executor("auto", Limits(timeout_s=args.timeout)))))
@@ -317,11 +342,23 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked(row: Row, task: ds.Task, task_set: str) -> Row:
+    """A row recorded before the bench checked diffs: its diff checked now (the single set's file
+    is the task's buggy code as it was; a helper row was always checked)."""
+    if not row.diff or row.applies is not None or task_set != "single":
+        return row
+    ok, extras = quality(row.diff, {f"{module_name(task)}.py": task.buggy_code})
+    return replace(row, applies=ok, extras=extras)
+
+
 def _fix_all(todo: list[ds.Task], opts: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, args: argparse.Namespace, writer: RowStream, rows: dict[str, Row]) -> None:
     total, lock = len(rows) + len(todo), threading.Lock()
 
     def one(task: ds.Task) -> None:
-        row = fix_task(task, opts, work, traces, scorer, children, args.task_timeout)
+        if args.set == "helper":
+            row = helper_task(task, args.mode, opts, work, traces, scorer, children, args.task_timeout)
+        else:
+            row = fix_task(task, opts, work, traces, scorer, children, args.task_timeout)
         with lock:
             if children.stopped:
                 return  # killed by the bench, not finished: --resume runs it again

@@ -150,6 +150,10 @@ class Row:
     diff: str = ""  # fix's stdout when it fixed
     note: str = ""  # the end of stderr when fix did not finish with 0 or 1
     eval_passed: bool | None = None  # filled in at the end, from the eval side
+    mode: str = ""  # --set helper: how fix was run (fix_helpers.MODES)
+    right_function: bool | None = None  # --set helper: the diff changes only the entry point in tasklib/core.py
+    applies: bool | None = None  # the diff (when fixed) applies with `git apply --check` to the files as they were
+    extras: str = ""  # what the diff holds besides the fix (fix_diffs.diff_extras), "; "-joined
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Row":
@@ -238,6 +242,10 @@ def fix_task(task: Task, fix_args: list[str], work: Path, traces: Path, scorer: 
     patched = project.module.read_text(encoding="utf-8")
     passed, reference = scorer.passes(patched, task)
     turns, attempts = trace_counts(trace)
+    from fix_diffs import quality  # bench/, beside this module (it imports nothing of this one)
+
+    diff = out if code == 0 else ""
+    ok, extras = quality(diff, {project.module.name: task.buggy_code})
     return Row(
         task_id=task.task_id,
         fix_exit=code,
@@ -248,6 +256,8 @@ def fix_task(task: Task, fix_args: list[str], work: Path, traces: Path, scorer: 
         attempts=attempts,
         wall_s=wall,
         changed=patched != task.buggy_code,
-        diff=out if code == 0 else "",
+        diff=diff,
         note="" if code in (0, 1) else err[-STDERR_TAIL:],
+        applies=ok,
+        extras=extras,
     )

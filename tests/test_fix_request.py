@@ -55,9 +55,14 @@ def test_spread():
 # The model's last answer: the fix, with the user's test file pasted after it.
 FIX_WITH_PASTED_TESTS = "import pytest\n\n" + MEAN_FIXED + "\n\n" + TESTS
 
-# Tests that reach `mean` by a name the file does not give it: nothing points to a function of
-# stats.py (no frame in it, no call of its names on the failing line), so the scope is the whole file.
-INDIRECT_TESTS = TESTS.replace("    assert mean([1, 2, 3]) == 2", "    average = getattr(__import__('stats'), 'mean')\n    assert average([1, 2, 3]) == 2")
+# Tests that reach `mean` by a name the file does not give it, in another thread (the call tracer
+# follows the tests' own thread only): nothing points to a function of stats.py (no frame in it, no
+# call of its names on the failing line, no traced call), so the scope is the whole file.
+INDIRECT_TESTS = TESTS.replace(
+    "    assert mean([1, 2, 3]) == 2",
+    "    from concurrent.futures import ThreadPoolExecutor\n\n    average = getattr(__import__('stats'), 'mean')\n"
+    "    with ThreadPoolExecutor(1) as pool:\n        assert pool.submit(average, [1, 2, 3]).result() == 2",
+)
 
 
 @pytest.fixture

@@ -84,12 +84,12 @@ def test_the_tested_function_first_then_the_helper_it_calls(project: Path, tmp_p
     out, err = capsys.readouterr()
     assert code == 0, err
     assert progress(err) == [
-        "scope: mean (the failing test test_mean calls it at test_stats.py:5)",
+        "scope: mean in stats.py (the failing test test_mean calls it at test_stats.py:5)",
         "turn 1: asking scripted-model",
         "  tests: failed (1 failed)",
         "turn 2: asking scripted-model",
         "  repeat of turn 1: not run",
-        "widening the scope to _total (`mean` calls it) after 2 turns",
+        "widening the scope to _total in stats.py (`mean` calls it) after 2 turns",
         "turn 3: asking scripted-model",
         "  no code in the reply",
         "turn 4: asking scripted-model",
@@ -124,17 +124,17 @@ def test_the_whole_file_last_and_a_line_for_every_turn(project: Path, monkeypatc
     assert code == 0, err
     lines = progress(err)
     assert lines == [
-        "scope: mean (the failing test test_mean calls it at test_stats.py:5)",
+        "scope: mean in stats.py (the failing test test_mean calls it at test_stats.py:5)",
         "turn 1: asking scripted-model",
         lines[2],
         "turn 2: asking scripted-model",
         "  tests: failed (1 failed)",
-        "widening the scope to _total (`mean` calls it) after 2 turns",
+        "widening the scope to _total in stats.py (`mean` calls it) after 2 turns",
         "turn 3: asking scripted-model",
         "  no code in the reply",
         "turn 4: asking scripted-model",
         "  tests: failed (1 failed)",
-        "widening the scope to the whole file after 4 turns",
+        "widening the scope to the whole file stats.py after 4 turns",
         "turn 5: asking scripted-model",
         "  tests: passed (1 passed)",
     ]
@@ -155,7 +155,7 @@ def test_no_fix_in_any_scope_leaves_the_file_and_says_the_last_failure(project: 
         code = fix(project, server, "--max-iters", "3", "--write")  # 4 turns: mean, then the whole file
     out, err = capsys.readouterr()
     assert code == 1, err
-    assert "widening the scope to the whole file after 2 turns" in err
+    assert "widening the scope to the whole file stats.py after 2 turns" in err
     assert out.startswith("no fix found after 4 attempts\nlast failure:\npytest: 1 failed\n")
     assert "assert 2.6666666666666665 == 2" in out  # the last candidate's run: _total + 2
     assert (project / "stats.py").read_text(encoding="utf-8") == HELPER_BUG and not (project / "stats.py.orig").exists()

@@ -93,6 +93,11 @@ SCENARIOS: dict[str, Scenario] = {
     "text: budget ends on a repeat": Scenario(
         "Python/3", False, {"max_iters": 2}, [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong2")], routes={("repeat", "budget")}
     ),
+    "text: a repeat and no code drawn again in the same turn, then a pass": Scenario(
+        "Python/3", False, {"max_iters": 2, "redraws": 2},
+        [("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "canonical")],
+        routes={("read", "redraw")},
+    ),
     "text: no code to the end": Scenario("Python/2", False, {"max_iters": 1}, [("prose", ""), ("prose", "")], routes={("no_code", "budget")}),
     "tools rejected, text from the same turn": Scenario(
         "Python/2", True, {"max_iters": 2}, [("reject", ""), ("fenced", "canonical")], routes={("ask", "retry")}
@@ -219,7 +224,8 @@ def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: d
     assert graph.requests == builtin.requests
     assert graph.runs == builtin.runs
     assert graph.verdict == builtin.verdict
-    assert len(builtin.result.attempts) == len(SCENARIOS[name].replies) - SCENARIOS[name].replies.count(("reject", "")) - SCENARIOS[name].replies.count(("context", "")) - (
+    redrawn = sum(len(a.redrawn) for a in builtin.result.attempts)  # replies set aside in their turn (--redraws)
+    assert len(builtin.result.attempts) == len(SCENARIOS[name].replies) - redrawn - SCENARIOS[name].replies.count(("reject", "")) - SCENARIOS[name].replies.count(("context", "")) - (
         2 if ("error500", "") in SCENARIOS[name].replies else 0
     )
 

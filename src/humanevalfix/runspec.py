@@ -113,6 +113,10 @@ class AgentSpec:
     engine: str = _f("engine", True, DEFAULT_ENGINE, "--engine", legacy=DEFAULT_ENGINE)
     samples: int = _f("samples", True, 1, "--samples", legacy=1)
     workers: int = _f("workers", False, 1)
+    # A turn's replies drawn again, and what the feedback shows of a failing call: both change what
+    # the model sees (agent._settings); runs before them had neither.
+    redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)
+    runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
     tool_mode_reason: str | None = _f("tool_mode_reason", False, None)
@@ -205,6 +209,8 @@ def agent_settings(model: ModelSpec, protocol: ProtocolSpec, agent: AgentSpec) -
         docstring=protocol.docstring,
         engine=agent.engine,
         seed=model.seed,
+        redraws=agent.redraws,
+        runtime_values=agent.runtime_values,
     )
 
 

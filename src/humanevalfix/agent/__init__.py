@@ -36,6 +36,7 @@ _MODULES = {
     "Attempt": "_result",
     "AgentSettings": "_settings",
     "FEEDBACK_MODES": "_settings",
+    "RUNTIME_VALUES": "_settings",
     "ToolMode": "_settings",
     "END": "_steps",
     "FIRST": "_steps",

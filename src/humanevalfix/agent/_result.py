@@ -21,6 +21,9 @@ class Attempt:
     key_index: int | None = None
     http_attempts: int = 0
     strategy: str = "fix"  # native, or in the text protocol fix | explain | rewrite (see strategies)
+    # Replies drawn before this one in the same turn and set aside (AgentSettings.redraws), by what
+    # they were: repeat | no_code. Their tokens and latency are counted in this attempt's.
+    redrawn: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -9,6 +9,9 @@ from dataclasses import dataclass, replace
 from humanevalfix.agent.strategies import REWRITE_TURNS
 
 FEEDBACK_MODES = ("tests", "example", "none")
+# none: the failure alone; trace: and what the failing call did, line by line; locate: and the model
+# is asked to name the line whose values go wrong before the code.
+RUNTIME_VALUES = ("none", "trace", "locate")
 
 
 class ToolMode:
@@ -49,6 +52,11 @@ class AgentSettings:
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
     rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
     seed: int | None = None  # the preset's: base of each request's seed (request_seed); None sends none
+    # A reply that repeats a tried candidate or has no code is drawn again in the same turn, up to
+    # this many times, sampled (redraw_temperature, a seed of its own): the turn is not spent on it.
+    redraws: int = 0
+    redraw_temperature: float = 0.8
+    runtime_values: str = "none"  # RUNTIME_VALUES: a failing call's trace in the feedback (agent.tracing)
 
     @property
     def budget(self) -> int:
@@ -69,6 +77,10 @@ class AgentSettings:
         """The seed of one request: the same task and turn get the same one in every run, so a turn
         sampled above temperature 0 repeats (on servers that honour seeds) whatever ran before it."""
         return None if self.seed is None else _mixed(f"{self.seed}/{task_id}/{turn}")
+
+    def redraw_seed(self, task_id: str, turn: int, draw: int) -> int | None:
+        """Draw k > 0 of a turn: a seed of its own (None when no seed is sent: sampling differs anyway)."""
+        return None if self.seed is None else _mixed(f"{self.seed}/{task_id}/{turn}/draw {draw}")
 
 
 def _mixed(text: str) -> int:

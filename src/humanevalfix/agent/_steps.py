@@ -16,6 +16,7 @@ attempts (`result`), the fingerprints tried, the turn against the budget.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any, Callable
 
 from humanevalfix.safetext import encodable
@@ -29,6 +30,7 @@ from humanevalfix.agent._settings import AgentSettings, ToolMode
 from humanevalfix.agent._text import TextConversation
 from humanevalfix.agent.codecheck import CodeCheck
 from humanevalfix.agent.toolcalls import ParsedCall, extract_calls, first_usable
+from humanevalfix.agent.tracing import with_runtime_values
 from humanevalfix.errors import ModelCallError
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest
 from humanevalfix.sandbox.executor import Executor
@@ -40,7 +42,7 @@ FIRST = "ask"
 # conditional edges are drawn from this table, and the built-in loop follows it.
 ROUTES: dict[str, dict[str, str]] = {
     "ask": {"reply": "read", "retry": "ask", "context_exceeded": END, "error": END, "interrupted": END},
-    "read": {"call": "check", "no_code": "no_code"},
+    "read": {"call": "check", "no_code": "no_code", "redraw": "ask"},
     "check": {"new": "run", "malformed": "feedback", "invalid": "feedback", "repeat": "repeat", "not_run": END},
     "run": {"passed": END, "failed": "feedback", "error": END},
     "feedback": {"again": "ask", "budget": END},
@@ -51,7 +53,7 @@ ROUTES: dict[str, dict[str, str]] = {
 # One line per step, for `humanevalfix graph`, the README and docs/langgraph.md.
 STEP_DOCS: dict[str, str] = {
     "ask": "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a prompt too long for the context retries cut down (context_exceeded once nothing is left to cut), a stop event ends",
-    "read": "find the run_code call in the reply and record the turn's attempt",
+    "read": "find the run_code call in the reply and record the turn's attempt; a repeat or a reply without code is drawn again in the same turn, sampled, while --redraws allow",
     "check": "the candidate's syntax and signature, then its fingerprint against those tried; with --max-iters 0 it ends here",
     "run": "run the candidate against the feedback tests in the sandbox",
     "feedback": "tell the model the failure (or why its call was refused) and go on while turns are left",
@@ -98,6 +100,7 @@ class RepairRun:
         self.call: ParsedCall | None = None
         self.attempt: Attempt | None = None
         self.checked: CodeCheck | None = None
+        self.redrawn: list[tuple[str, ChatReply]] = []  # this turn's replies set aside: (repeat | no_code, reply)
         self.fit = ContextFit.for_tests(request.tests)  # what is left out to fit the server's context
 
     @property
@@ -114,6 +117,9 @@ class RepairRun:
             return "interrupted"
         sender = self.conversation = self.conversation.for_mode(self.mode, self.last)
         full = sender.next_request(self.turn, result)
+        if self.redrawn:  # the same turn drawn again: sampled, from a seed of its own
+            seed = self.settings.redraw_seed(self.request.task_id, self.turn, len(self.redrawn))
+            full = replace(full, temperature=max(full.temperature, self.settings.redraw_temperature), seed=seed)
         self.sent = self.fit.apply(full)
         try:
             self.reply = self.model.chat(self.sent)
@@ -136,11 +142,17 @@ class RepairRun:
     def read(self) -> str:
         sender, reply, result = self.conversation, self._reply(), self.result
         assert self.sent is not None
-        self.transcript.append(sender.assistant_message(reply))
         call = self.call = first_usable(extract_calls(reply.content, reply.tool_calls, self.request.target.function))
+        wasted = self._wasted(call, reply)
+        if wasted is not None and len(self.redrawn) < self.settings.redraws:
+            self.redrawn.append((wasted, reply))
+            return "redraw"
+        self.transcript.append(sender.assistant_message(reply))
         sender.observe(reply, call, self.mode)
         result.tool_mode = self.mode.name
         self.attempt = _attempt(self.turn, self.sent.temperature, reply, call, sender.strategy)
+        _count_redrawn(self.attempt, self.redrawn)
+        self.redrawn = []
         if call is None and reply.oversize:
             self.attempt.outcome = "too_large"  # the reply was dropped unread (models.client.bounded)
         result.attempts.append(self.attempt)
@@ -200,7 +212,10 @@ class RepairRun:
             attempt.feedback = prompts.tool_result_text(run.status, run.message, run.output)
         self.tried[check.fingerprint] = attempt.feedback
         if not run.passed:
-            attempt.feedback = prompts.retry_text(attempt.feedback, self.request.target, self.conversation.text_protocol)
+            told = attempt.feedback
+            if run.status in ("failed", "timeout"):  # what the failing call did: an unscored run, text only
+                told = with_runtime_values(told, self.executor, check.code, run.message, self.request.target, self.settings.runtime_values)
+            attempt.feedback = prompts.retry_text(told, self.request.target, self.conversation.text_protocol)
         self.on_attempt(attempt)
         if run.passed:
             self.transcript.extend(_reply_messages(self._reply(), self.call, attempt.feedback))
@@ -228,6 +243,16 @@ class RepairRun:
         return self._next_turn()
 
     # ------------------------------------------------------------ shared by the steps
+
+    def _wasted(self, call: ParsedCall | None, reply: ChatReply) -> str | None:
+        """`repeat` or `no_code` when the reply brings no new candidate (and may be drawn again),
+        else None. A native model's reply without a call is its answer, not a wasted draw."""
+        if call is None:
+            return "no_code" if self.conversation.text_protocol and not reply.oversize else None
+        if call.code is None or not encodable(call.code):
+            return None
+        check = self.request.check(call.code)
+        return "repeat" if check.ok and check.fingerprint in self.tried else None
 
     def _answer(self, stuck: bool) -> str:
         """The candidate as clean code (or the reply as written) and its feedback go into the history;
@@ -293,6 +318,16 @@ def _attempt(turn: int, temperature: float, reply: ChatReply, call: ParsedCall |
         http_attempts=reply.http_attempts,
         strategy=strategy,
     )
+
+
+def _count_redrawn(attempt: Attempt, redrawn: list[tuple[str, ChatReply]]) -> None:
+    """The replies set aside in the turn: named on its attempt, their cost added to its cost."""
+    attempt.redrawn = [outcome for outcome, _ in redrawn]
+    for _, reply in redrawn:
+        attempt.tokens_in += reply.usage.prompt_tokens
+        attempt.tokens_out += reply.usage.completion_tokens
+        attempt.latency_s = round(attempt.latency_s + reply.latency_s, 3)
+        attempt.http_attempts += reply.http_attempts
 
 
 def _reply_messages(reply: ChatReply, call: ParsedCall | None, text: str) -> list[dict[str, Any]]:

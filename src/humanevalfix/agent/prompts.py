@@ -222,6 +222,10 @@ def retry_text(result: str, target: Target, text_protocol: bool) -> str:
     )
 
 
+# --runtime-values locate: after the trace (agent.tracing), a diagnosis before the code.
+LOCATE_TEXT = "First say in one sentence which line above first gives a wrong value, and what it should give."
+
+
 # What a repeat of the untouched code "returned" (the text protocol showed how it fails: agent._text).
 UNCHANGED = "This is the original function, unchanged, so it still fails the same test."
 UNCHANGED_MODULE = "This is the original code, unchanged, so it still fails the same test."

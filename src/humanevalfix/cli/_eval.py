@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from humanevalfix.agent import RUNTIME_VALUES
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
 from humanevalfix.cli._options import (
@@ -53,6 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # Replaced by --protocol; kept only to say so (a silently ignored option would mislabel a run).
     g.add_argument("--no-docstring", dest="legacy_no_docstring", action="store_true", help=argparse.SUPPRESS)
     add_model_options(p)
+    g = p.add_argument_group("repair policy")
+    g.add_argument("--redraws", type=non_negative_int, default=0, metavar="N", help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times (default 0: the turn is spent on it)")
+    g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
     g.add_argument("--out", type=output_file, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
@@ -122,6 +126,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         task_ids=args.tasks,
         limit=args.limit,
         max_iters=args.max_iters,
+        redraws=args.redraws,
+        runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
         workers=args.workers,

@@ -41,6 +41,10 @@ class Summary:
     pass_at_1_plus_first: float | None = None
     pass_at_1_plus_final: float | None = None
     suspect_hardcoding: int = 0  # passing final candidates with a branch that looks fitted to the asserts
+    # Model turns by outcome (passed, failed, repeat, no_code, ...) and the replies set aside
+    # within their turn (--redraws): where the budget went.
+    turns: dict[str, int] = field(default_factory=dict)
+    redrawn: int = 0
     # API keys (or servers) dropped for the run: index, the key masked, server, the reason (redacted)
     dropped_keys: list[dict[str, Any]] = field(default_factory=list)
 
@@ -75,8 +79,35 @@ def summarize(records: list[TaskRecord], wall_s: float, price_in: float | None =
         samples=max((n for n, _ in counts_by_task((r.task_id, r.passed) for r in records).values()), default=1),
         pass_at_k_first=pass_at_ks((r.task_id, r.passed_first) for r in records),
         pass_at_k_final=pass_at_ks((r.task_id, r.passed) for r in records),
+        turns=turn_outcomes(records),
+        redrawn=sum(len(a.get("redrawn") or ()) for r in records for a in r.attempts),
         **_plus_fields(records),
     )
+
+
+# Turns that brought no new candidate to run: the budget spent for nothing.
+NO_NEW_CANDIDATE = ("repeat", "no_code")
+
+
+def turn_outcomes(records: list[TaskRecord]) -> dict[str, int]:
+    """How many model turns ended each way, most frequent first."""
+    counts: dict[str, int] = {}
+    for r in records:
+        for a in r.attempts:
+            outcome = str(a.get("outcome", "?"))
+            counts[outcome] = counts.get(outcome, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def turns_text(turns: dict[str, int], redrawn: int = 0) -> str:
+    """`623 turns, 57.0% without a new candidate (repeat 284, no_code 71); passed 40, ...`."""
+    total = sum(turns.values())
+    if not total:
+        return "no turns"
+    wasted = sum(turns.get(k, 0) for k in NO_NEW_CANDIDATE)
+    text = f"{total} turns, {100.0 * wasted / total:.1f}% without a new candidate (repeat {turns.get('repeat', 0)}, no_code {turns.get('no_code', 0)}); "
+    text += ", ".join(f"{k} {v}" for k, v in turns.items() if k not in NO_NEW_CANDIDATE)
+    return text + (f"; {redrawn} replies drawn again within their turn (--redraws)" if redrawn else "")
 
 
 def _plus_fields(records: list[TaskRecord]) -> dict[str, Any]:

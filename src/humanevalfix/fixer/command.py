@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 import stat
 import sys
 import tempfile
@@ -33,10 +34,12 @@ from humanevalfix.models.presets import Preset
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.traces import write_trace
 from humanevalfix.sandbox.factory import build_executor
-from humanevalfix.fixer.patch import patch_name, unified_diff
-from humanevalfix.fixer.session import find_fix, tests_line
+from humanevalfix.fixer.patch import change_of, project_diff
+from humanevalfix.fixer.localize import Stage
+from humanevalfix.fixer.project import ProjectLocalizer, project_of, project_stages, shown
+from humanevalfix.fixer.session import Plan, find_fix, tests_line
 from humanevalfix.fixer.userfile import UserFile, load_user_file, require_function
-from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, baseline_problem, load_tests, read_only_paths
+from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests, baseline_problem, load_tests, read_only_paths
 
 EXIT_FIXED, EXIT_NOT_FIXED = 0, 1
 
@@ -116,16 +119,33 @@ def write_session_trace(path: Path, record: TaskRecord, result: AgentResult) -> 
         os.replace(written, path)
 
 
+def where_to_look(args: argparse.Namespace, user_file: UserFile | None, tests: UserTests, root: Path, baseline: RunReport) -> Plan:
+    """The scopes in turn: --function in FILE, else the suspects of FILE, else of the whole project."""
+    budget = 1 + max(0, args.max_iters)
+    localizer = ProjectLocalizer(tests, root, user_file, only=user_file.path if user_file else None)
+    if args.function and user_file is not None:
+        stages = [Stage(args.function, budget, "--function", user_file.path)]
+    else:
+        stages = project_stages(localizer, baseline, budget, args.function)
+    files = dict(localizer.files)
+    if user_file is not None:
+        files[user_file.path] = user_file
+        stages = [s if s.path else replace(s, path=user_file.path) for s in stages]
+    return Plan(stages, files, root)
+
+
 def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None, docker: DockerSettings | None = None) -> int:
     """`fix` as the CLI parsed it; `sandbox` and `docker`: the sandbox as resolved from the options
-    and the environment (default: args.sandbox as given)."""
+    and the environment (default: args.sandbox as given). Without FILE, the whole project of the
+    tests is searched for the function at fault."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    user_file = load_user_file(args.file)
-    if args.function:
+    user_file = load_user_file(args.file) if args.file else None
+    if args.function and user_file is not None:
         require_function(user_file, args.function)
     tests = load_tests(args.tests)
-    if args.write:
+    if args.write and user_file is not None:
         check_writable(user_file)
+    root = project_of(tests, user_file)
 
     def on_report(report: RunReport) -> None:
         console.print(tests_line(report))
@@ -133,15 +153,16 @@ def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None
             console.print(escape(report.result.message))
 
     notes: list[str] = []
-    inner = fix_executor(sandbox or args.sandbox, Limits(timeout_s=args.timeout), read_only_paths(user_file, tests), notes.append, docker)
-    executor = UserTestExecutor(inner, user_file, tests, on_report)
+    inner = fix_executor(sandbox or args.sandbox, Limits(timeout_s=args.timeout), read_only_paths(user_file, tests, root), notes.append, docker)
+    executor = UserTestExecutor(inner, user_file, tests, on_report, project=root)
     try:
         target = f"`{args.function}`" if args.function else "what the failing tests point to"
-        console.print(f"fix {escape(user_file.display)} (module {user_file.module}, may change {target}); {escape(tests.label)} ({tests.kind})")
+        what = f"{escape(user_file.display)} (module {user_file.module}" if user_file else f"the project {escape(str(root))} (any module"
+        console.print(f"fix {what}, may change {target}); {escape(tests.label)} ({tests.kind})")
         console.print(f"sandbox: {escape(executor.isolation)}")
         for line in notes:  # a fallback from bwrap: the user's files are not protected
             console.print(f"[bold yellow]warning[/]: {escape(line)}")
-        baseline = executor.check(user_file.source)
+        baseline = executor.check(user_file.source if user_file else "", trace=True)
         console.print(tests_line(baseline, "before the fix"))
         problem = baseline_problem(baseline, user_file, tests)
         if problem:
@@ -150,10 +171,14 @@ def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None
             raise UserError(problem)
         if args.verbose:
             console.print(escape(baseline.result.message))
+        where = where_to_look(args, user_file, tests, root, baseline)
+        if args.write and user_file is None:
+            for path in dict.fromkeys(s.path for s in where.stages if s.path):
+                check_writable(where.files[path])
         try:
-            outcome = find_fix(args, preset, user_file, tests, executor, baseline, console)
+            outcome = find_fix(args, preset, where, tests, executor, baseline, console)
         except KeyboardInterrupt:
-            console.print(f"[yellow]interrupted[/]: {escape(user_file.display)} is unchanged")
+            console.print(f"[yellow]interrupted[/]: {escape(user_file.display) if user_file else 'the project'} is unchanged")
             return 130
     finally:
         executor.close()
@@ -161,12 +186,14 @@ def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None
         write_session_trace(args.trace, outcome.record, outcome.result)
         console.print(f"trace: {escape(str(args.trace))}")
     turns = outcome.result.iterations
-    if not outcome.fixed or outcome.new_source is None:
+    if not outcome.fixed or outcome.new_source is None or outcome.user_file is None:
         print(f"no fix found after {turns} attempt{'s' if turns != 1 else ''}")
         print(f"last failure:\n{outcome.message.rstrip()}")
-        console.print(f"[red]not fixed[/]: {escape(user_file.display)} is unchanged")
+        unchanged = escape(user_file.display) if user_file else "the project"
+        console.print(f"[red]not fixed[/]: {unchanged} is unchanged")
         return EXIT_NOT_FIXED
-    print(unified_diff(user_file.source, outcome.new_source, patch_name(user_file.path)), end="")
+    user_file = outcome.user_file
+    print(project_diff([change_of(user_file, outcome.new_source)]), end="")
     console.print(f"[green]fixed[/] in {turns} turn{'s' if turns != 1 else ''}")
     if args.write:
         backup = apply_fix(user_file, outcome.new_source)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from humanevalfix import pyast
 from humanevalfix.fixer.failures import anchor, evaluated_parts, parse_tests, statement_at
@@ -124,6 +125,7 @@ class Suspect:
     name: str
     score: int = 0
     reasons: list[str] = field(default_factory=list)
+    path: Path | None = None  # the file it is in (None: the one file being localised)
 
     def add(self, score: int, reason: str) -> None:
         self.score += score
@@ -229,18 +231,21 @@ class Stage:
     function: str | None
     turns: int
     reason: str
+    path: Path | None = None  # the file the scope is in (None: the user's FILE)
 
 
-def plan(suspects: list[Suspect], budget: int, filename: str) -> list[Stage]:
-    """The scopes tried in turn: the first suspects, then the whole file, the turns shared evenly.
+def plan(suspects: list[Suspect], budget: int, filename: str, path: Path | None = None) -> list[Stage]:
+    """The scopes tried in turn: the first suspects, then the whole file (the first suspect's, else
+    `path`), the turns shared evenly.
 
     Each gets two turns at least (one turn has no feedback, as --max-iters 0): with fewer turns
     than that, the first suspect and the whole file come before the others.
     """
-    scopes = [(s.name, s.why) for s in suspects[:STAGES]]
-    scopes.append((None, "" if suspects else f"no failing test's traceback or failing line reaches a function of {filename}"))
+    scopes = [(s.name, s.why, s.path) for s in suspects[:STAGES]]
+    whole = suspects[0].path if suspects and suspects[0].path else path
+    scopes.append((None, "" if suspects else f"no failing test's traceback or failing line reaches a function of {filename}", whole))
     count = min(len(scopes), max(1, budget // 2))
     if count < len(scopes):
         scopes = scopes[: count - 1] + scopes[-1:] if count > 1 else scopes[:1]
     shares = [budget // count + (1 if i < budget % count else 0) for i in range(count)]
-    return [Stage(name, turns, why) for (name, why), turns in zip(scopes, shares)]
+    return [Stage(name, turns, why, where) for (name, why, where), turns in zip(scopes, shares)]

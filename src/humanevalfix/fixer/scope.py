@@ -20,6 +20,7 @@ from typing import Sequence
 
 from humanevalfix import pyast
 from humanevalfix.agent.codecheck import CodeCheck, check_candidate, fingerprint, params, top_level_function
+from humanevalfix.fixer.tidy import indent_unit, minimal, restyle, useful_imports
 
 
 def _name_of(node: ast.stmt) -> str | None:
@@ -180,10 +181,12 @@ class Scope:
             return CodeCheck(False, code, refusal)
         have = {ast.dump(n) for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
+        imports = useful_imports(imports, [new[n] for n in changed + added], original_tree)
         spliced = splice(self.original, original_tree, code, tree, changed, added, imports)
         return self._applied(code, spliced, old)
 
     def _applied(self, code: str, spliced: str, old: dict[str, ast.stmt]) -> CodeCheck:
+        spliced = minimal(self.original, spliced)  # what runs is what the diff shows: only the fix
         try:
             now = _definitions(pyast.parse(spliced))
         except SyntaxError:  # a method whose lines could not be moved to the class's indentation
@@ -230,9 +233,10 @@ class Scope:
         lines = self.original.splitlines(keepends=True)
         start, end = _span(old_fn)
         indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-        text = _reindent(_segment(code.splitlines(keepends=True), new_fn), indent, new_fn.col_offset)
+        text = restyle(_reindent(_segment(code.splitlines(keepends=True), new_fn), indent, new_fn.col_offset), indent_unit(self.original), indent)
         have = {ast.dump(n) for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
+        imports = useful_imports(imports, [new_fn], original_tree)
         spliced = splice(self.original, original_tree, code, tree, [], [], imports, [(start, end, text)])
         return self._applied(code, spliced, old)
 
@@ -307,32 +311,34 @@ def splice(
     tree: ast.Module,
     changed: list[str],
     added: list[str],
-    imports: list[ast.stmt],
+    imports: list[str],
     replacements: Sequence[tuple[int, int, str]] = (),
 ) -> str:
-    """The original text with the changed definitions replaced and the new ones inserted;
-    `replacements`: more (start, end, text) edits of the original's lines (a method's)."""
+    """The original text with the changed definitions replaced (in the file's indentation unit) and
+    the new ones inserted; `imports`: new import lines; `replacements`: more (start, end, text)
+    edits of the original's lines (a method's)."""
     lines = original.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     code_lines = code.splitlines(keepends=True)
     old = _definitions(original_tree)
     new = _definitions(tree)
+    unit = indent_unit(original)
     edits: list[tuple[int, int, str]] = list(replacements)  # (start, end, text): lines[start:end] becomes text
     for name in changed:
         start, end = _span(old[name])
-        edits.append((start, end, _segment(code_lines, new[name])))
+        edits.append((start, end, restyle(_segment(code_lines, new[name]), unit)))
     order = list(new)
     for name in added:
         # Before the next original definition that follows it in the model's code, else at the end.
         following = next((n for n in order[order.index(name) + 1 :] if n in old), None)
-        text = _segment(code_lines, new[name])
+        text = restyle(_segment(code_lines, new[name]), unit)
         if following is not None:
             edits.append((_span(old[following])[0], _span(old[following])[0], text + "\n\n"))
         else:
             edits.append((len(lines), len(lines), "\n\n" + text))
     if imports:
-        text = "".join(_segment(code_lines, n) for n in imports)
+        text = "".join(imports)
         existing = [n for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         if existing:
             at = _span(existing[-1])[1]

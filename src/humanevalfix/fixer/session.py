@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,9 +25,12 @@ from humanevalfix.agent.codecheck import fingerprint
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.evaluation.records import TaskRecord, agent_fields
 from humanevalfix.fixer.failures import describe
-from humanevalfix.fixer.localize import Localizer, Stage, plan
+from humanevalfix.fixer.localize import Localizer, Stage
+from humanevalfix.fixer.project import as_seen_from, shown
 from humanevalfix.fixer.request import request_for_fix
 from humanevalfix.fixer.scope import Scope
+from humanevalfix.fixer.toolmodel import WorkspaceModel
+from humanevalfix.fixer.workspace import Workspace
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy
@@ -47,6 +51,7 @@ class Outcome:
     result: AgentResult  # all the scopes' turns, in order
     record: TaskRecord
     scopes: tuple[str, ...] = ()  # the scopes tried, in order
+    user_file: UserFile | None = None  # the file the fix is in
 
 
 class ProgressModel:
@@ -139,15 +144,11 @@ class ScopedExecutor:
         pass  # the command closes the user's executor
 
 
-def _stages(args: argparse.Namespace, localizer: Localizer, baseline: RunReport, user_file: UserFile) -> list[Stage]:
-    budget = 1 + max(0, args.max_iters)
-    if args.function:
-        return [Stage(args.function, budget, "--function")]
-    return plan(localizer.rank(baseline), budget, user_file.path.name)
-
-
-def _scope_line(stage: Stage) -> str:
-    return (stage.function or "the whole file") + (f" ({escape(stage.reason)})" if stage.reason else "")
+def _scope_line(stage: Stage, user_file: UserFile, root: Path) -> str:
+    """The scope, its file and why: `square in shapes/geometry.py (...)`."""
+    where = escape(shown(user_file.path, root))
+    what = f"{stage.function} in {where}" if stage.function else f"the whole file {where}"
+    return what + (f" ({escape(stage.reason)})" if stage.reason else "")
 
 
 def _merged(results: list[AgentResult]) -> AgentResult:
@@ -204,48 +205,69 @@ def _request(user_file: UserFile, tests: UserTests, scope: Scope, feedback: str,
     return request_for_fix(user_file, tests, scope, feedback, shown)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """Where to look: the scopes in turn, the files they are in, and the project's root."""
+
+    stages: list[Stage]
+    files: dict[Path, UserFile]
+    root: Path
+
+
 def find_fix(
     args: argparse.Namespace,
     preset: Preset,
-    user_file: UserFile,
+    where: Plan,
     tests: UserTests,
     executor: UserTestExecutor,
     baseline: RunReport,
     console: Console,
 ) -> Outcome:
-    localizer = Localizer(user_file, tests)
-    stages = _stages(args, localizer, baseline, user_file)
-    console.print(f"scope: {_scope_line(stages[0])}")
+    """Each stage's scope in its own file: the candidate served as that file, the baseline's failure
+    as seen from it. `executor` runs the tests as the project's baseline did."""
+    stages, served = where.stages, executor.user_file.path if executor.user_file is not None else None
+    first = where.files[stages[0].path] if stages[0].path else executor.user_file
+    assert first is not None  # a stage without a path is in the served FILE
+    console.print(f"scope: {_scope_line(stages[0], first, where.root)}")
     log = TurnLog(console, executor, baseline)
     # An oracle model answers by the request's id: oracle:buggy gives the file as it is.
-    answers = {user_file.display: Answer(buggy=user_file.source)}
+    answers = {first.display: Answer(buggy=first.source)}
     retry = RetryPolicy(attempts=args.retries, timeout_s=args.request_timeout)
     start = time.monotonic()
     results: list[AgentResult] = []
     scopes: list[str] = []
     fixed = False
+    user_file = first
     with open_endpoint(preset, answers, retry, gguf=args.gguf) as endpoint:
         used = endpoint.preset
-        model = ProgressModel(endpoint.model, console, used.model or used.name)
+        # With native tool calls the model may also read, list, grep and edit a scratch copy of the project.
+        tools = WorkspaceModel(endpoint.model, Workspace(where.root), lambda name, answer: console.print(f"  {name}: {escape(answer.partition(chr(10))[0][:200])}"))
+        model = ProgressModel(tools, console, used.model or used.name)
         mode = ToolMode(used.native_tools)  # one for the session: an endpoint found to need text keeps it
         for number, stage in enumerate(stages):
+            user_file = where.files[stage.path] if stage.path else first
             if number:
                 turns = len(scopes)
-                console.print(f"widening the scope to {_scope_line(stage)} after {turns} turn{'s' if turns != 1 else ''}")
+                console.print(f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} turn{'s' if turns != 1 else ''}")
+            runner = executor if user_file.path == served else executor.for_file(user_file)
+            tools.target = user_file.path
+            log.executor = runner
+            seen = as_seen_from(baseline, user_file.path, served)
             scope = Scope(user_file.source, user_file.path.name, user_file.module, stage.function)
-            told = ScopedExecutor(executor, localizer, stage.function)
+            told = ScopedExecutor(runner, Localizer(user_file, tests), stage.function)
             settings = agent_settings(
                 ModelSpec.of(used), ProtocolSpec("fix", True, args.feedback), AgentSpec(max_iters=stage.turns - 1, engine=getattr(args, "engine", DEFAULT_ENGINE))
             )
             log.offset = len(scopes)
-            result = repair(_request(user_file, tests, scope, args.feedback, baseline, told), model, told, settings, mode, on_attempt=log)
+            result = repair(_request(user_file, tests, scope, args.feedback, seen, told), model, told, settings, mode, on_attempt=log)
             results.append(result)
-            scopes += [scope.label] * len(result.attempts)
-            fixed = _verdict(args, result, user_file.source, executor, console, log)
+            label = scope.label if user_file is first else f"{shown(user_file.path, where.root)}: {scope.label}"
+            scopes += [label] * len(result.attempts)
+            fixed = _verdict(args, result, user_file.source, runner, console, log)
             if fixed or result.error or result.stop_reason == "interrupted":
                 break
     session = _merged(results)
     message = "" if fixed else (session.error or log.failures[-1])
-    record = _record(user_file, session, scopes, fixed, message, time.monotonic() - start)
+    record = _record(first, session, scopes, fixed, message, time.monotonic() - start)
     tried = tuple(dict.fromkeys(s.function or "the whole file" for s in stages[: len(results)]))
-    return Outcome(fixed, session.final_code if fixed else None, message, session, record, tried)
+    return Outcome(fixed, session.final_code if fixed else None, message, session, record, tried, user_file)

@@ -21,7 +21,10 @@ from humanevalfix.errors import UserError
 from humanevalfix.fixer.userfile import UserFile, syntax_error
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
-DRIVER = Path(__file__).resolve().parent.parent / "sandbox" / "child" / "fix_driver.py"
+_CHILD = Path(__file__).resolve().parent.parent / "sandbox" / "child"
+DRIVER = _CHILD / "fix_driver.py"
+# The test program: the driver, then its plain-assert runner and its call tracer, as one source.
+DRIVER_PARTS = (DRIVER, _CHILD / "fix_script.py", _CHILD / "fix_trace.py")
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,13 @@ def project_root(folder: Path) -> Path | None:
     return None if root == Path(root.anchor) else root
 
 
-def read_only_paths(user_file: UserFile, tests: UserTests) -> tuple[Path, ...]:
+def read_only_paths(user_file: UserFile | None, tests: UserTests, root: Path | None = None) -> tuple[Path, ...]:
     """What the sandbox shows of the user's tree, read-only at the same paths: the project (the git
     top-level of the file's folder, else the folder its module is imported from, so sibling modules,
     conftest.py files, fixtures' data and config files are all there) and, when they lie outside
-    it, the import root and the tests' project (or folder)."""
-    paths = [project_root(user_file.path.parent) or user_file.import_root, user_file.import_root]
+    it, the import root and the tests' project (or folder). Without FILE: `root`, the tests' project."""
+    paths = [project_root(user_file.path.parent) or user_file.import_root, user_file.import_root] if user_file else []
+    paths += [root] if root is not None else []
     if tests.path is not None:
         paths.append(project_root(tests.path.parent) or tests.path.parent)
     shown: list[Path] = []
@@ -144,6 +148,29 @@ class FailedTest:
 
 
 @dataclass(frozen=True)
+class Ran:
+    """A function of the project that ran during a failing test (the driver's tracer), and the
+    first project function up the stack that called it (None: the tests called it)."""
+
+    path: Path
+    function: str  # its qualified name (`Acc.mean`, `f.<locals>.g`)
+    line: int
+    caller_path: Path | None = None
+    caller: str | None = None
+
+
+def _ran(entries: object) -> tuple[Ran, ...]:
+    out: list[Ran] = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            path, function, line, caller_path, caller = entry
+            out.append(Ran(Path(str(path)), str(function), int(line), Path(str(caller_path)) if caller_path else None, str(caller) if caller else None))
+        except (TypeError, ValueError):
+            continue
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class RunReport:
     result: ExecResult  # status and message as the agent sees them
     summary: str = ""
@@ -151,6 +178,7 @@ class RunReport:
     missing_names: tuple[tuple[str, str], ...] = ()  # (name, module)
     undefined_names: tuple[str, ...] = ()
     failures: tuple[FailedTest, ...] = ()  # the first few, when the driver reported them
+    ran: tuple[Ran, ...] = ()  # with a trace: the project's functions that ran in the failing tests
 
     @property
     def passed(self) -> bool:
@@ -203,6 +231,7 @@ def parse_report(raw: ExecResult, nonce: str) -> RunReport:
         missing_names=tuple(tuple(p) for p in header.get("missing_names", [])),
         undefined_names=tuple(header.get("undefined_names", [])),
         failures=_failures(header.get("failures")),
+        ran=_ran(header.get("ran")),
     )
 
 
@@ -215,10 +244,15 @@ class UserTestExecutor:
     """
 
     inner: Executor
-    user_file: UserFile
+    user_file: UserFile | None  # None: no candidate, the project as it is (the project-wide baseline)
     tests: UserTests
     on_report: Callable[[RunReport], None] | None = None
     reports: list[RunReport] = field(default_factory=list)
+    project: Path | None = None  # frames anywhere under it are reported, by path
+
+    def for_file(self, user_file: UserFile) -> "UserTestExecutor":
+        """The same sandbox, serving candidates as `user_file` (its reports its own)."""
+        return UserTestExecutor(self.inner, user_file, self.tests, self.on_report, [], self.project)
 
     @property
     def name(self) -> str:
@@ -228,24 +262,29 @@ class UserTestExecutor:
     def isolation(self) -> str:
         return self.inner.isolation
 
-    def program(self, code: str, with_tests: bool, nonce: str) -> str:
-        tests = self.tests
+    def program(self, code: str, with_tests: bool, nonce: str, trace: bool = False) -> str:
+        """`trace`: also report the project's functions that ran in the failing tests."""
+        tests, user = self.tests, self.user_file
         kind = tests.kind if with_tests else "none"
         search_dir = str(tests.path.parent) if tests.kind == "script" and tests.path is not None else None
+        root = user.import_root if user is not None else (self.project or (tests.path.parent if tests.path else Path.cwd()))
         spec = {
             "nonce": nonce,
-            "module": self.user_file.module,
-            "path": str(self.user_file.path),
-            "is_package": self.user_file.is_package,
-            "import_root": str(self.user_file.import_root),
+            "module": user.module if user is not None else None,
+            "path": str(user.path) if user is not None else None,
+            "is_package": user is not None and user.is_package,
+            "import_root": str(root),
             "source": code,
             "tests": {"kind": kind, "path": str(tests.path) if tests.path else None, "source": tests.source, "search_dir": search_dir},
+            "project": str(self.project) if self.project else None,
+            "trace": str(self.project) if trace and self.project else None,
         }
-        return DRIVER.read_text(encoding="utf-8") + f"\n\nmain(json.loads({json.dumps(json.dumps(spec))}))\n"
+        source = "\n\n".join(part.read_text(encoding="utf-8") for part in DRIVER_PARTS)
+        return source + f"\n\nmain(json.loads({json.dumps(json.dumps(spec))}))\n"
 
-    def check(self, code: str, with_tests: bool = True) -> RunReport:
+    def check(self, code: str, with_tests: bool = True, trace: bool = False) -> RunReport:
         nonce = secrets.token_hex(8)
-        return parse_report(self.inner.run("", self.program(code, with_tests, nonce)), nonce)
+        return parse_report(self.inner.run("", self.program(code, with_tests, nonce, trace)), nonce)
 
     def run(self, code: str, test: str, support: str = "") -> ExecResult:
         """The agent's call; an empty `test` (feedback modes without tests) only imports the module.
@@ -260,18 +299,19 @@ class UserTestExecutor:
         self.inner.close()
 
 
-def baseline_problem(report: RunReport, user_file: UserFile, tests: UserTests) -> str | None:
-    """Why the tests cannot drive a repair of the original file, or None when they can."""
+def baseline_problem(report: RunReport, user_file: UserFile | None, tests: UserTests) -> str | None:
+    """Why the tests cannot drive a repair of the original file (None: the project), or None when they can."""
     if report.passed:
-        return f"{tests.label} already pass on {user_file.display}: there is nothing to fix (do they exercise the bug?)"
+        on = user_file.display if user_file else "the project as it is"
+        return f"{tests.label} already pass on {on}: there is nothing to fix (do they exercise the bug?)"
     if report.result.status == "error":
         return f"could not run {tests.label}: {report.result.message.strip()[:1500]}"
     for module in report.missing_modules:
         if tests.imports_module(module):
             return f"{tests.label} import `{module}`, which is not installed or not importable (No module named '{module}')"
-    stem = user_file.module.rpartition(".")[2]
+    stem = user_file.module.rpartition(".")[2] if user_file else None
     for name, module in report.missing_names:
-        if module == user_file.module or module.rpartition(".")[2] == stem:
+        if user_file is not None and (module == user_file.module or module.rpartition(".")[2] == stem):
             return f"{tests.label} import `{name}` from `{module}`, but {user_file.display} does not define `{name}`"
         if tests.imports_module(module):
             return f"{tests.label} import `{name}` from `{module}`, which does not define it"

@@ -16,7 +16,7 @@ from humanevalfix.agent.protocols import describe
 from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import load_results
+from humanevalfix.evaluation.results import load_results, turn_outcomes, turns_text
 from humanevalfix.runspec import RunSpec, from_dict
 
 # Code-producing attempts; the others (repeat, invalid, malformed, no_code) never become final_code.
@@ -182,6 +182,8 @@ def summary_lines(run: Run) -> list[str]:
     lines += [
         f"infrastructure errors: {s.get('errors', 0)}",
         f"mean iterations: {float(s.get('mean_iterations', 0)):.2f}",
+        # From the records, so that runs from before the summary counted them show it too.
+        "turns: " + turns_text(turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)),
         f"tokens in / out: {int(s.get('tokens_in', 0)):,} / {int(s.get('tokens_out', 0)):,}",
         "estimated cost: " + (money(float(s["cost_usd"])) if s.get("cost_usd") is not None else "n/a (no prices in models.yaml)"),
         f"wall time: {float(s.get('wall_s', 0)):.1f} s",

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from humanevalfix.agent.protocols import describe
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import Summary
+from humanevalfix.evaluation.results import Summary, turns_text
 from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
 from humanevalfix.models.catalog import PROVIDERS
@@ -53,6 +53,7 @@ def summary_table(summary: Summary, spec: RunSpec) -> Table:
         table.add_row("pass@k, after repair", _passk(summary.pass_at_k_final))
     table.add_row("infrastructure errors", str(summary.errors))
     table.add_row("mean iterations", f"{summary.mean_iterations:.2f}")
+    table.add_row("turns by outcome", turns_text(summary.turns, summary.redrawn))
     table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
     table.add_row("estimated cost", cost_text(summary.cost_usd, model.provider))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")

@@ -1,24 +1,21 @@
 """Runs inside the sandbox for `fix`: the candidate as the user's module, then the user's tests.
 
-The parent (fixer/usercode.py) sends this file's source as the executor's test program, followed by
-a call `main(<spec>)`. Standard library only, plus pytest for pytest-style tests. The candidate is
-served at the user's file's own path and module name by an import hook, so `import module`,
-`from pkg.module import f` and `__file__`-relative data files all behave as in the user's tree,
-and nothing is written there (the sandbox runs `python -B`; pytest's cache plugin is off).
+The parent (fixer/usertests.py) sends this file's source, then fix_trace.py's, as the executor's
+test program, followed by a call `main(<spec>)`. Standard library only, plus pytest for pytest-style
+tests. The candidate (none: `path` None) is served at the user's file's own path and module name by
+an import hook, so imports and `__file__`-relative data files behave as in the user's tree, and
+nothing is written there (the sandbox runs `python -B`; pytest's cache plugin is off).
 
-The verdict stays the executor's: a failing run raises at the end. The report for the model (the
-pytest failures with their assertion diffs, or the script's traceback) goes to stdout between
-nonce-tagged markers, ahead of anything the candidate printed. Its header also gives each failure
-as data, for the parent to find the function at fault (fixer/localize.py) and to tell the model
-the failing call, expected and actual value as the eval does: the traceback's frames in the
-user's file and in the tests, and a failed comparison's two sides (recorded from pytest's own
-assertion rewriting, not a second rewriter).
+The verdict stays the executor's: a failing run raises at the end. The report for the model goes
+to stdout between nonce-tagged markers, ahead of anything the candidate printed. Its header also
+gives each failure as data, for the parent's fault localisation (fixer/localize.py, project.py):
+the traceback's frames in the user's file, the tests and the rest of the project, a failed
+comparison's two sides (from pytest's own assertion rewriting), and, when asked, the project's
+functions that ran during the failing tests (fix_trace.py).
 """
 
 from __future__ import annotations
 
-import ast
-import builtins
 import contextlib
 import importlib
 import importlib.abc
@@ -32,7 +29,7 @@ import re
 import reprlib
 import sys
 import traceback
-from typing import Any, Iterator
+from typing import Any
 
 REPORT_CAP = 3000  # characters of report: the executor keeps 4 KiB of output
 OUTPUT_ROOM = 3900  # for the header and the report together, inside those 4 KiB
@@ -100,6 +97,7 @@ class Report:
         self.missing_names: list[list[str]] = []  # [name, module]
         self.undefined_names: list[str] = []
         self.failures: list[dict[str, Any]] = []  # failure_entry(...), in the order they happened
+        self.ran: list[list[Any]] = []  # CallTracer.entries()
 
     def note_text(self, text: str) -> None:
         self.missing_modules += [m for m in MISSING_MODULE_RE.findall(text) if m not in self.missing_modules]
@@ -115,6 +113,7 @@ class Report:
             "missing_names": self.missing_names,
             "undefined_names": self.undefined_names,
             "failures": self.failures[:FAILURES_KEPT],
+            "ran": self.ran,
         }
 
 
@@ -138,11 +137,13 @@ def short_repr(value: Any) -> str:
 
 
 def frames_of(tb: Any, files: dict[str, str]) -> list[list[Any]]:
-    """[where, line, function] of each frame in the user's file ("file") or the tests ("tests"), outermost first."""
+    """[where, line, function] of each frame in the user's file ("file"), the tests ("tests") or
+    elsewhere in the project (its real path), outermost first."""
     out: list[list[Any]] = []
+    root = files.get("<project>")
     for frame in traceback.extract_tb(tb):
-        name = frame.filename
-        where = files.get(name if name.startswith("<") else os.path.realpath(name))
+        name = frame.filename if frame.filename.startswith("<") else os.path.realpath(frame.filename)
+        where = files.get(name) or (name if root and name.startswith(root) and "site-packages" not in name else None)
         if where:
             out.append([where, frame.lineno, frame.name])
     return out if len(out) <= FRAMES_KEPT else out[:2] + out[2 - FRAMES_KEPT :]
@@ -157,38 +158,14 @@ def failure_entry(test: str | None, function: str | None, exc: BaseException, tb
 
 
 def files_of(spec: dict[str, Any]) -> dict[str, str]:
-    path = spec["tests"]["path"]
-    return {os.path.realpath(spec["path"]): "file", os.path.realpath(path) if path else "<tests>": "tests"}
-
-
-@contextlib.contextmanager
-def recording_compares(sink: list[str]) -> Iterator[None]:
-    """While a script runs: a failed comparison's operator and sides into `sink`. pytest's rewritten
-    asserts call `_reprcompare` when one fails (pytest's own run sets it to its hook, which the
-    collector below implements); without pytest there is nothing to record."""
-    try:
-        from _pytest.assertion import util
-    except Exception:
-        yield
-        return
-
-    def record(op: str, left: Any, right: Any) -> None:  # None: pytest's explanation stays as it is
-        sink[:] = [op, short_repr(left), short_repr(right)]
-
-    saved = util._reprcompare
-    util._reprcompare = record
-    try:
-        yield
-    finally:
-        util._reprcompare = saved
-
-
-def innermost_file(exc: BaseException) -> str | None:
-    frames = traceback.extract_tb(exc.__traceback__)
-    return frames[-1].filename if frames else None
+    path, project = spec["tests"]["path"], spec.get("project")
+    files = {os.path.realpath(path) if path else "<tests>": "tests", "<project>": os.path.realpath(project) + os.sep if project else ""}
+    return files | ({os.path.realpath(spec["path"]): "file"} if spec["path"] else {})
 
 
 def import_candidate(spec: dict[str, Any], report: Report) -> Any:
+    if spec["path"] is None:  # no candidate: the project as it is, the tests import what they need
+        return type(sys)("__fix_project__")
     try:
         return importlib.import_module(spec["module"])
     except BaseException as exc:  # whatever the candidate raises at import is its failure
@@ -199,44 +176,6 @@ def import_candidate(spec: dict[str, Any], report: Report) -> Any:
         report.note_text(text)
         report.text = f"Importing the module `{spec['module']}` failed:\n" + text
         return None
-
-
-def compile_script(source: str, filename: str) -> Any:
-    """pytest's assertion rewriting gives plain `assert` lines their values in the message."""
-    tree = ast.parse(source, filename)
-    try:
-        from _pytest.assertion.rewrite import rewrite_asserts
-
-        rewrite_asserts(tree, source.encode(), filename)
-    except Exception:
-        tree = ast.parse(source, filename)  # plain asserts still work, with less detail
-    return compile(tree, filename, "exec", dont_inherit=True)
-
-
-def run_script(spec: dict[str, Any], module: Any, report: Report) -> None:
-    tests = spec["tests"]
-    filename = tests["path"] or "<tests>"
-    prime_linecache(filename, tests["source"])
-    namespace: dict[str, Any] = {k: v for k, v in vars(module).items() if not k.startswith("__")}
-    namespace.update({"__name__": "__main__", "__file__": filename, "__builtins__": builtins})
-    compare: list[str] = []
-    try:
-        with recording_compares(compare):
-            exec(compile_script(tests["source"], filename), namespace)
-    except BaseException as exc:
-        if isinstance(exc, SystemExit) and exc.code in (None, 0):
-            report.summary = "the tests exited with status 0"
-            return
-        report.status = "failed"
-        report.summary = f"{type(exc).__name__} in the tests"
-        report.failures.append(failure_entry(None, None, exc, exc.__traceback__, files_of(spec), compare or None))
-        # Rewritten asserts show functions by repr; the address changes every run and means nothing.
-        report.text = FUNCTION_REPR_RE.sub(r"\1", format_exception(exc, {filename, spec["path"]}))
-        report.note_text(report.text)
-        if isinstance(exc, NameError) and innermost_file(exc) == filename:
-            report.undefined_names.append(getattr(exc, "name", None) or "?")
-        return
-    report.summary = "all asserts passed"
 
 
 class PytestCollector:
@@ -333,12 +272,13 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
         return
     path = spec["tests"]["path"]
     collector = PytestCollector(path, spec["import_root"], files_of(spec))
+    tracer = tracer_for(spec)  # noqa: F821 (fix_trace.py, appended to this source)
     # -vv: full assertion diffs (the model cannot ask for more); the terminal output is discarded.
     args = [path, "-vv", "-p", "no:cacheprovider", "--tb=short", "--color=no"]
     log = io.StringIO()  # pytest's own terminal output: only shown when pytest itself fails
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            code = int(pytest.main(args, plugins=[collector]))
+            code = int(pytest.main(args, plugins=[collector] + ([TracePlugin(tracer)] if tracer else [])))  # noqa: F821
     except BaseException as exc:
         code = 3
         log.write(format_exception(exc, set()))
@@ -348,6 +288,7 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
         report.note_text(text)
     report.undefined_names += collector.undefined
     report.failures += collector.entries
+    report.ran = tracer.entries() if tracer else []
     if code == 0:
         report.status = "passed"
         return
@@ -378,16 +319,23 @@ def emit(nonce: str, report: Report, user_output: str) -> None:
 def main(spec: dict[str, Any]) -> None:
     report = Report()
     user_output = io.StringIO()  # what the candidate and a script print, shown after the report
-    prime_linecache(spec["path"], spec["source"])
+    if spec["path"]:
+        prime_linecache(spec["path"], spec["source"])
+        sys.meta_path.insert(0, CandidateImporter(spec["path"], spec["source"], spec["is_package"]))
     tests = spec["tests"]
     search = [p for p in (tests.get("search_dir"), spec["import_root"]) if p]
     sys.path[:0] = [p for p in dict.fromkeys(search) if p not in sys.path]
-    sys.meta_path.insert(0, CandidateImporter(spec["path"], spec["source"], spec["is_package"]))
+    tracer = tracer_for(spec) if tests["kind"] == "script" else None  # noqa: F821 (fix_trace.py)
     try:
         with contextlib.redirect_stdout(user_output), contextlib.redirect_stderr(user_output):
+            if tracer:
+                tracer.start()
             module = import_candidate(spec, report)
             if module is not None and tests["kind"] == "script":
                 run_script(spec, module, report)
+            if tracer:
+                tracer.stop(report.status != "passed")
+                report.ran = tracer.entries()
         if module is not None and tests["kind"] == "pytest":
             run_pytest(spec, report)
     finally:
