@@ -26,14 +26,19 @@ AREA = 'from shapes.geometry import square\n\n\ndef square_area(side):\n    """T
 TESTS = "from shapes.area import square_area\n\n\ndef test_square_area():\n    assert square_area(3) == 9\n\n\ndef test_zero():\n    assert square_area(0) == 0\n"
 
 
-@pytest.fixture
-def shapes(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
+def make_shapes(root: Path) -> Path:
+    """The issue's project: a caller in shapes/area.py, the broken helper in shapes/geometry.py."""
     (root / "shapes").mkdir(parents=True)
     (root / "shapes" / "__init__.py").write_text("", encoding="utf-8")
     (root / "shapes" / "geometry.py").write_text(GEOMETRY, encoding="utf-8")
     (root / "shapes" / "area.py").write_text(AREA, encoding="utf-8")
     (root / "test_area.py").write_text(TESTS, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def shapes(tmp_path: Path) -> Path:
+    root = make_shapes(tmp_path / "proj")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     return root
 

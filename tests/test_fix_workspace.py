@@ -16,19 +16,14 @@ from humanevalfix.fixer.workspace import GREP_MATCHES, READ_LINES, Workspace
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, completion, tool_call
 
 from .conftest import KEYS_ENV
-from .test_fix_project import AREA, GEOMETRY, TESTS
+from .test_fix_project import GEOMETRY, make_shapes
 
 KEY = "sk-test-fix-workspace-0000"
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "shapes").mkdir(parents=True)
-    (root / "shapes" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "shapes" / "geometry.py").write_text(GEOMETRY, encoding="utf-8")
-    (root / "shapes" / "area.py").write_text(AREA, encoding="utf-8")
-    (root / "test_area.py").write_text(TESTS, encoding="utf-8")
+    root = make_shapes(tmp_path / "proj")
     (tmp_path / "secret.txt").write_text("TOP SECRET\n", encoding="utf-8")
     return root
 

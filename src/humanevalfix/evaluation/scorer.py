@@ -20,7 +20,7 @@ from typing import Any
 
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.pluscases import CaseStore
-from humanevalfix.evaluation.robustness import Differential, Inputs, Robustness
+from humanevalfix.evaluation.robustness import Inputs, Robustness
 from humanevalfix.tasks.support import support_code
 from humanevalfix.tasks.task import Task
 from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor
@@ -87,8 +87,4 @@ def _judge(code: str | None, task: Task, executor: Executor, store: CaseStore, i
             return run, Robustness(plus=None)  # it failed inside the test: the test's own verdict
         # Passed without reaching the mark: not what a judge does; the test alone decides.
     verdict = score_code(code, task, executor)
-    if not verdict.passed:
-        return verdict, Robustness(plus=None)
-    cases = robustness.cases_for(task, executor, store, inputs)
-    d = Differential(None) if cases is None else robustness.differential(code, task, executor, cases)
-    return verdict, robustness.outcome(code, task, d)
+    return verdict, robustness.check(code, task, executor, verdict.passed, inputs, store)
