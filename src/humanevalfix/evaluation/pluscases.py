@@ -19,12 +19,15 @@ domain; answers larger than CASE_BYTES as JSON are left out too. Both are counte
 from __future__ import annotations
 
 import ast
+import base64
 import hashlib
 import json
 import os
 import tempfile
 import threading
+import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +65,17 @@ class Cases:
     atol: float = 0.0
     problem: str | None = None  # why they could not be computed (the executor failed): not checked
 
+    def rows(self) -> list[list[Any]]:
+        return [[c.text, c.expected, c.limit_s, c.tree] for c in self.cases]
+
+    @cached_property
+    def payload(self) -> str:
+        """The rows as the check's program carries them (JSON, zlib, base64): made once per task
+        and kept on disk with the cases, not again for every run that checks a candidate."""
+        return base64.b64encode(zlib.compress(json.dumps(self.rows()).encode(), 6)).decode()
+
     def to_json(self) -> str:
-        return json.dumps({"cases": [[c.text, c.expected, c.limit_s, c.tree] for c in self.cases], "dropped": self.dropped, "atol": self.atol})
+        return json.dumps({"payload": self.payload, "dropped": self.dropped, "atol": self.atol})
 
 
 # The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
@@ -88,6 +100,9 @@ COMMON = '''
         if type(x) is bytes:
             return ["bytes", repr(x)]
         if type(x) in (list, tuple):
+            _kinds = set(map(type, x))  # a long flat answer: checked in C loops, not item by item
+            if depth < 20 and (_kinds <= {str, bool, type(None)} or (_kinds == {int} and max(max(x).bit_length(), min(x).bit_length()) < 13000)):
+                return [type(x).__name__, list(x)]
             return [type(x).__name__, [_plain(i, depth + 1) for i in x]]
         if type(x) in (set, frozenset):
             return ["set", sorted(repr(_plain(i, depth + 1)) for i in x)]
@@ -200,10 +215,15 @@ def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Ex
 
 
 def _from_data(data: dict[str, Any], atol: float) -> Cases:
-    """From the answers run's fact (text, answer, limit) or a kept file (and the tree)."""
-    rows = data.get("cases") or []
+    """From the answers run's fact (rows of text, answer, limit) or a kept file (its payload:
+    rows with their trees, which is kept as the payload of the cases read back)."""
+    payload = data.get("payload")
+    rows = json.loads(zlib.decompress(base64.b64decode(payload))) if isinstance(payload, str) else data.get("cases") or []
     cases = tuple(c for c in (_case(*row) for row in rows) if c is not None)
-    return Cases(cases, int(data.get("dropped") or 0) + len(rows) - len(cases), atol)
+    found = Cases(cases, int(data.get("dropped") or 0) + len(rows) - len(cases), atol)
+    if isinstance(payload, str) and len(cases) == len(rows):
+        found.__dict__["payload"] = payload  # the cached_property's own slot: the same rows
+    return found
 
 
 def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | None:

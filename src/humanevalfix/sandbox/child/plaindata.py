@@ -69,10 +69,11 @@ def _to(v: Any, depth: int, budget: list[int]) -> Any:
         return v if -SMALL_INT < v < SMALL_INT else ["i", format(v, "x")]
     if t is float:
         return ["f", v.hex()] if v != v or v in (float("inf"), float("-inf")) else v
-    if t is list:
-        return ["l", *(_to(x, depth + 1, budget) for x in v)]
-    if t is tuple:
-        return ["t", *(_to(x, depth + 1, budget) for x in v)]
+    if t is list or t is tuple:
+        tag = "l" if t is list else "t"
+        if depth < MAX_DEPTH and _flat(v, budget):
+            return [tag, *v]
+        return [tag, *(_to(x, depth + 1, budget) for x in v)]
     if t is dict:
         out: list[Any] = ["d"]
         for k, x in v.items():
@@ -100,6 +101,22 @@ def _to(v: Any, depth: int, budget: list[int]) -> Any:
     if isinstance(v, tuple) and hasattr(t, "_fields"):
         return _to(tuple(tuple.__iter__(v)), depth, budget)
     raise NotPlain(f"an object of type `{_type_name(t)}`")
+
+
+_SELF_TREES = frozenset((str, bool, type(None)))  # scalars that are their own tree either way
+
+
+def _flat(v: list[Any] | tuple[Any, ...], budget: list[int]) -> bool:
+    """Whether every item of `v` is its own tree (small ints, str, bool, None), checked in C loops:
+    a long list of answers would otherwise cost a Python call per item on each side. Charges the
+    budget for the items when it is."""
+    kinds = set(map(type, v))
+    if not (kinds <= _SELF_TREES or (kinds == {int} and -SMALL_INT < min(v) and max(v) < SMALL_INT)):
+        return False
+    budget[0] -= len(v)
+    if budget[0] < 0:
+        raise NotPlain(f"more than {MAX_ITEMS:,} values")
+    return True
 
 
 def _bounded(iterator: Any) -> list[Any]:
@@ -142,6 +159,10 @@ def from_tree(tree: Any) -> Any:
         raise ProtocolError(f"not plain data: {type(exc).__name__}") from None
 
 
+_SCALAR_TREES = frozenset((str, bool, int, float, type(None)))
+_SEQUENCES = frozenset(("l", "t", "S", "F", "it"))
+
+
 def _from(tree: Any, depth: int, budget: list[int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH + 2:
@@ -152,7 +173,13 @@ def _from(tree: Any, depth: int, budget: list[int]) -> Any:
     if t is not list or not tree or type(tree[0]) is not str:
         raise ProtocolError("a value that is not plain data")
     tag, rest = tree[0], tree[1:]
-    items = (_from(x, depth + 1, budget) for x in rest)
+    if tag in _SEQUENCES and depth <= MAX_DEPTH + 1 and set(map(type, rest)) <= _SCALAR_TREES:
+        budget[0] -= len(rest)  # scalars only: they stand for themselves (checked in C loops)
+        if budget[0] < 0:
+            raise ProtocolError("a value too large or too deep")
+        items: Any = iter(rest)
+    else:
+        items = (_from(x, depth + 1, budget) for x in rest)
     if tag == "l":
         return list(items)
     if tag == "t":
