@@ -116,6 +116,9 @@ def test_answers_are_kept_on_disk_only_where_candidates_cannot_write_the_hosts_f
     assert len(files) == 1 and first.cases
     # A later store (a later run) finds them without a run; a damaged file is computed again.
     assert CaseStore(tmp_path / "bwrap").cached(task, None, 0.0, bwrap) == first
+    kept = json.loads(files[0].read_text(encoding="utf-8"))
+    files[0].write_text(json.dumps({**kept, "payload": kept["payload"][:-8] + "AAAAAAAA"}), encoding="utf-8")
+    assert CaseStore(tmp_path / "bwrap").cached(task, None, 0.0, bwrap) is None  # its digest no longer matches
     files[0].write_text("{not json", encoding="utf-8")
     assert CaseStore(tmp_path / "bwrap").cached(task, None, 0.0, bwrap) is None
     assert CaseStore(tmp_path / "bwrap").get(task, None, 0.0, bwrap) == first
@@ -143,7 +146,7 @@ def test_answers_travel_in_the_normal_form_and_large_ones_are_left_out(bwrap: Ex
     cases = CaseStore(None).get(task, [(3,), (10**6,)], 0.0, bwrap)  # about 6.9 MB: past TASK_BYTES
     assert [c.text for c in cases.cases] == ["(3,)"] and cases.dropped == 1
     assert cases.cases[0].expected == "0 1 2 3"
-    assert json.loads(Cases(cases.cases).to_json())["cases"][0][1] == "0 1 2 3"
+    assert Cases.of(cases.cases).cases[0].expected == "0 1 2 3"
 
 
 def test_an_executor_failure_leaves_pass_at_1_plus_unchecked(all_tasks: dict[str, Task], tmp_path: Path) -> None:

@@ -60,22 +60,35 @@ class Case:
 
 @dataclass(frozen=True)
 class Cases:
-    cases: tuple[Case, ...]
+    """A task's cases as they travel and are kept: `payload` holds the rows (JSON, zlib, base64),
+    made once per task, so neither a run that checks a candidate nor reading them back from disk
+    encodes or decodes them again; `cases` decodes them on demand."""
+
+    payload: str
+    count: int
     dropped: int = 0
     atol: float = 0.0
     problem: str | None = None  # why they could not be computed (the executor failed): not checked
 
-    def rows(self) -> list[list[Any]]:
-        return [[c.text, c.expected, c.limit_s, c.tree] for c in self.cases]
+    @classmethod
+    def of(cls, cases: tuple[Case, ...], dropped: int = 0, atol: float = 0.0, problem: str | None = None) -> Cases:
+        rows = [[c.text, c.expected, c.limit_s, c.tree] for c in cases]
+        return cls(base64.b64encode(zlib.compress(json.dumps(rows).encode(), 6)).decode(), len(rows), dropped, atol, problem)
 
     @cached_property
-    def payload(self) -> str:
-        """The rows as the check's program carries them (JSON, zlib, base64): made once per task
-        and kept on disk with the cases, not again for every run that checks a candidate."""
-        return base64.b64encode(zlib.compress(json.dumps(self.rows()).encode(), 6)).decode()
+    def cases(self) -> tuple[Case, ...]:
+        return tuple(c for c in (_case(*row) for row in _rows(self.payload)) if c is not None)
 
     def to_json(self) -> str:
-        return json.dumps({"payload": self.payload, "dropped": self.dropped, "atol": self.atol})
+        digest = hashlib.sha256(self.payload.encode()).hexdigest()
+        return json.dumps({"payload": self.payload, "count": self.count, "dropped": self.dropped, "atol": self.atol, "sha256": digest})
+
+
+def _rows(payload: str) -> list[Any]:
+    rows = json.loads(zlib.decompress(base64.b64decode(payload)))
+    if not isinstance(rows, list):
+        raise ValueError("the cases' rows are not a list")
+    return rows
 
 
 # The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
@@ -210,20 +223,26 @@ def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Ex
     run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + answers_program(task, inputs, budget_s))
     found = run.facts.get("cases")
     if not run.passed or not isinstance(found, dict):
-        return Cases((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
+        return Cases.of((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
     return _from_data(found, atol)
 
 
 def _from_data(data: dict[str, Any], atol: float) -> Cases:
-    """From the answers run's fact (rows of text, answer, limit) or a kept file (its payload:
-    rows with their trees, which is kept as the payload of the cases read back)."""
-    payload = data.get("payload")
-    rows = json.loads(zlib.decompress(base64.b64decode(payload))) if isinstance(payload, str) else data.get("cases") or []
+    """From the answers run's fact: rows of (text, answer, limit)."""
+    rows = data.get("cases") or []
     cases = tuple(c for c in (_case(*row) for row in rows) if c is not None)
-    found = Cases(cases, int(data.get("dropped") or 0) + len(rows) - len(cases), atol)
-    if isinstance(payload, str) and len(cases) == len(rows):
-        found.__dict__["payload"] = payload  # the cached_property's own slot: the same rows
-    return found
+    return Cases.of(cases, int(data.get("dropped") or 0) + len(rows) - len(cases), atol)
+
+
+def _from_file(data: dict[str, Any], atol: float) -> Cases | None:
+    """From a kept file, as it was written (its payload is not decoded here: the check does that
+    in the judge); None when it is damaged, so the cases are computed again."""
+    payload, count, dropped = data.get("payload"), data.get("count"), data.get("dropped")
+    if not isinstance(payload, str) or type(count) is not int or type(dropped) is not int:
+        return None
+    if data.get("sha256") != hashlib.sha256(payload.encode()).hexdigest():
+        return None
+    return Cases(payload, count, dropped, atol)
 
 
 def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | None:
@@ -282,7 +301,7 @@ class CaseStore:
         if found is not None:
             return found
         args = plusgen.task_inputs(task) if inputs is None else inputs
-        cases = compute(task, args, atol, executor, self.budget_s) if args else Cases((), atol=atol)
+        cases = compute(task, args, atol, executor, self.budget_s) if args else Cases.of((), atol=atol)
         if cases.problem is None:
             key = self.key(task, inputs, atol)
             with self._lock:
@@ -298,7 +317,7 @@ class CaseStore:
         assert self.directory is not None
         try:
             data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
-            return _from_data(data, atol) if isinstance(data, dict) else None
+            return _from_file(data, atol) if isinstance(data, dict) else None
         except (OSError, ValueError, TypeError):
             return None  # missing or damaged: computed again
 

@@ -193,7 +193,7 @@ def differential(code: str, task: Task, executor: Executor, cases: Cases) -> Dif
     """The candidate against the canonical answers, in one sandboxed run of its own."""
     if cases.problem is not None:
         return Differential(None, example=cases.problem)
-    if not cases.cases:
+    if not cases.count:
         return Differential(True)
     program = check_program(task, cases)
     return read_run(executor.run(code, program.call, program.support))

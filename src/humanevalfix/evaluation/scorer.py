@@ -76,7 +76,7 @@ def _judge(code: str | None, task: Task, executor: Executor, store: CaseStore, i
     if code is None:
         return ExecResult("failed", "no candidate code"), Robustness(plus=None)
     known = store.cached(task, None if inputs is None else inputs.args, 0.0 if inputs is None else inputs.atol, executor) if task.canonical_code else None
-    if known is not None and known.cases and JUDGE in getattr(executor, "guarantees", frozenset()):
+    if known is not None and known.count and JUDGE in getattr(executor, "guarantees", frozenset()):
         program = robustness.check_program(task, known)
         run = executor.run(code, task.test + "\n" + program.call, program.support)
         mark = run.facts.get("test")
