@@ -16,11 +16,12 @@ import plus_cases  # noqa: E402
 
 
 def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_ratios(capsys: pytest.CaptureFixture[str]) -> None:
-    assert executor_bench.main(["--end-to-end", "--limit", "4"]) == 0
+    assert executor_bench.main(["--end-to-end", "--limit", "4", "--repeat", "2"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"plain loop .*pass 4/4", out)
+    assert re.search(r"plain loop .*pass 4/4  \(each pass: [\d.]+, [\d.]+\)", out)
     first, kept = re.findall(r"scored, .*pass (\d)/4, pass@1\+ (\d)/4\s+ratio [\d.]+x", out)
     assert first == kept == ("4", "4")
+    assert re.search(r"best of 2 alternated passes per side; ratio of the medians [\d.]+x", out)
 
 
 def test_plus_cases_compares_two_budgets_task_by_task(capsys: pytest.CaptureFixture[str]) -> None:

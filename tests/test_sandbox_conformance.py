@@ -37,6 +37,7 @@ import pytest
 from humanevalfix.config import sandbox_choice
 from humanevalfix.evaluation.dataset import load_file
 from humanevalfix.tasks.support import support_code
+from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
@@ -893,6 +894,20 @@ def test_equality_rigged_results_fail(ex: Any, case: str) -> None:
     code, test = RIGGED[case]
     result = ex.run(code, test)
     contained(result, ("failed",))
+
+
+def test_the_harness_library_after_the_mark_is_the_judges_run_after_run(ex: Any) -> None:
+    """The same library text with other helpers and tests each run (a fork server compiles it
+    the second time and keeps it): its names stay the judge's, never stubs for the candidate."""
+    library = "def lib_twice(f, x):\n    return 2 * f(x)\n"
+    code = "def add(x):\n    return x + 1\n"
+    for k in range(4):
+        result = ex.run(code, f"assert K == {k}\nassert lib_twice(add, K) == 2 * (K + 1)\n", f"K = {k}\n{LIBRARY_MARK}{library}")
+        assert result.passed, result
+    forging = code + "def lib_twice(f, x):\n    return 'forged'\n"
+    assert ex.run(forging, "assert lib_twice(add, 1) == 4\n", f"K = 0\n{LIBRARY_MARK}{library}").passed
+    wrong = ex.run(forging, "assert lib_twice(add, 1) == 5\n", f"K = 0\n{LIBRARY_MARK}{library}")
+    assert wrong.status == "failed" and "assert lib_twice(add, 1) == 5" in wrong.message, wrong
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 
 from humanevalfix.evaluation import robustness
 from humanevalfix.tasks.task import Task
+from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, CaseStore, Cases, default_directory
 from humanevalfix.evaluation.scorer import PASSED_MESSAGE, score, score_task
 from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor, Limits
@@ -67,7 +68,10 @@ def test_a_passing_candidate_passes_with_its_check_in_the_same_run(bwrap: Execut
         assert scored.score.passed and scored.score.message == PASSED_MESSAGE, tid
         assert scored.plus_fields["plus"] is True and scored.plus_fields["plus_inputs"] > 0, tid
     assert len(runs) == len(SAMPLE)  # one run each: test and check together
-    assert all(test.rstrip().endswith(f"_hefix_plus({all_tasks[tid].entry_point})") for (test, _), tid in zip(runs, SAMPLE))
+    assert all(test.rstrip().endswith(f"_hefix_plus({all_tasks[tid].entry_point}, *_hefix_plus_data)") for (test, _), tid in zip(runs, SAMPLE))
+    # The check's function is one text for every task, after the mark: a fork server compiles it once.
+    libraries = {support.rpartition(LIBRARY_MARK)[2] for _, support in runs}
+    assert len(libraries) == 1 and "def _hefix_plus(" in libraries.pop()
 
 
 def test_a_candidate_fitted_to_the_asserts_passes_and_is_not_plus_in_one_run(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:

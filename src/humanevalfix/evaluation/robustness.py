@@ -27,12 +27,15 @@ given, so it works unchanged when the candidate runs in another process behind s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from humanevalfix.evaluation import plusgen
 from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.hardcoding import hardcoding
-from humanevalfix.evaluation.pluscases import Cases, CaseStore, fill
+from humanevalfix.evaluation.pluscases import COMMON, PER_CALL_S, Cases, CaseStore
+from humanevalfix.evaluation.plusproperty import asserted_property
+from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
@@ -70,7 +73,7 @@ def generated(task: Task) -> Inputs:
 # within what is left of the run's time, and compares in the normal form of pluscases.COMMON.
 _CHECK = """
 
-def _hefix_plus(candidate):
+def _hefix_plus(candidate, _payload, _atol, _property):
     import ast as _ast, base64 as _b64, copy as _copy, json as _json, math as _math, signal as _signal, time as _time, zlib as _zlib
 __COMMON__
     def _number(a):
@@ -85,7 +88,7 @@ __COMMON__
             try:
                 if _math.isnan(x) or _math.isnan(y):
                     return _math.isnan(x) and _math.isnan(y)
-                return _math.isclose(x, y, rel_tol=1e-6, abs_tol=max(__ATOL__, 1e-9))
+                return _math.isclose(x, y, rel_tol=1e-6, abs_tol=max(_atol, 1e-9))
             except (OverflowError, TypeError):
                 return False
         if type(a) is list and type(b) is list and len(a) == len(b) == 2 and a[0] in ("list", "tuple") and a[0] == b[0]:
@@ -93,7 +96,7 @@ __COMMON__
         return a == b
     _mark = globals().get("@hefix.mark")
     _left = _mark("test") if _mark is not None else __BUDGET__ + __RESERVE__
-    _cases = _json.loads(_zlib.decompress(_b64.b64decode(__CASES__)))
+    _cases = _json.loads(_zlib.decompress(_b64.b64decode(_payload)))
     _budget = min(__BUDGET__, _left - __RESERVE__)
     _batch = globals().get("@hefix.batch")
     _old = _signal.signal(_signal.SIGALRM, _alarm)
@@ -159,12 +162,25 @@ class Program:
     call: str
 
 
+@lru_cache(maxsize=1)
+def _library() -> str:
+    """The check's function: the same text for every task (what differs is passed to it), so a
+    fork server compiles it once (sandbox/child/execution.py, LIBRARY_MARK)."""
+    text = _CHECK.replace("__COMMON__", COMMON).replace("__PROPERTY__", "_property")
+    for name, value in {"PER_CALL": PER_CALL_S, "BUDGET": BUDGET_S, "RESERVE": RESERVE_S}.items():
+        text = text.replace(f"__{name}__", repr(value))
+    return text
+
+
 def check_program(task: Task, cases: Cases) -> Program:
-    # Compressed: the cases are most of the program, and every run's judge compiles it.
-    body = fill(_CHECK, task, BUDGET=BUDGET_S, RESERVE=RESERVE_S, ATOL=repr(float(max(cases.atol, 0.0))), CASES=repr(cases.payload))
+    """The task's helpers and its data for the check (the cases compressed: they are most of the
+    program), then the library; the test gets one call."""
+    prop = asserted_property(task.test, task.entry_point)
+    data = (cases.payload, float(max(cases.atol, 0.0)), None if prop is None else prop.as_literal())
+    support = f"{support_code(task)}\n_hefix_plus_data = {data!r}\n{LIBRARY_MARK}{_library()}"
     # `check(...)`-style: the entry point passed by name keeps it the candidate's, even where it
     # is named like a builtin.
-    return Program(support_code(task) + "\n" + body, f"\n_hefix_plus({task.entry_point})\n")
+    return Program(support, f"\n_hefix_plus({task.entry_point}, *_hefix_plus_data)\n")
 
 
 @dataclass(frozen=True)

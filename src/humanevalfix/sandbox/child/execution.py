@@ -49,6 +49,11 @@ MESSAGE_CAP = 1500
 
 SUPPORT_FILE = "<support>"
 MESSAGE_CAP = 1500
+# The harness's own code for a test (the pass@1+ check) goes after the task's helpers, below this
+# line: the same text for every task, so a fork server compiles it once (`compile_library`), not
+# in every judge. Only where the harness put it is a split: the last such line of the support.
+LIBRARY_MARK = "\n# --- hefix: the harness's library, the same for every task ---\n"
+LIBRARY_FILE = "<hefix library>"
 
 
 @dataclass
@@ -132,21 +137,43 @@ class CompiledTest:
     infos: list[Any]  # rewriting.AssertInfo per assert
     support: CodeType | None  # the task's trusted helpers, run before the test
     wanted: tuple[str, ...]  # names the test takes from the candidate (the entry point, ...)
+    library: CodeType | None = None  # the harness's library, run after the helpers
 
 
-def compile_test(env: Prepared, test: str, support: str = "") -> CompiledTest:
+@dataclass(frozen=True)
+class Library:
+    code: CodeType | None
+    bound: frozenset[str]  # the names it binds
+
+
+def split_support(support: str) -> tuple[str, str]:
+    """(the task's helpers, the harness's library after LIBRARY_MARK, or "")."""
+    own, mark, library = support.rpartition(LIBRARY_MARK)
+    return (own, library) if mark else (support, "")
+
+
+def compile_library(library: str) -> Library:
+    """Raises SyntaxError (or ValueError, RecursionError), as compile_test does."""
+    if not library.strip():
+        return Library(None, frozenset())
+    return Library(compile(library, LIBRARY_FILE, "exec"), frozenset(_bound(library, LIBRARY_FILE)))
+
+
+def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> CompiledTest:
     """Raises SyntaxError (or ValueError, RecursionError). The fork server does this once per
-    distinct (support, test), before forking."""
+    distinct (support, test), before forking; `libraries`: those it has compiled already."""
     code, infos = env.rewriting.rewrite(test)
+    support, library_text = split_support(support)
+    library = (libraries or {}).get(library_text) or compile_library(library_text)
     support_code = compile(support, SUPPORT_FILE, "exec") if support.strip() else None
     # Passed to `check(...)`: the candidate's even where the name is a builtin's or the prelude's.
     checked: set[str] = set()
     for node in ast.walk(ast.parse(test)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
             checked.update(a.id for a in node.args if isinstance(a, ast.Name))
-    own = set(env.builtins_snapshot) | set(env.namespace) | _bound(support, SUPPORT_FILE) | _bound(test, TEST_FILE)
+    own = set(env.builtins_snapshot) | set(env.namespace) | _bound(support, SUPPORT_FILE) | library.bound | _bound(test, TEST_FILE)
     wanted = sorted((_global_names(test) - own) | checked)
-    return CompiledTest(code, infos, support_code, tuple(wanted))
+    return CompiledTest(code, infos, support_code, tuple(wanted), library.code)
 
 
 def _global_names(source: str) -> set[str]:
@@ -209,14 +236,14 @@ class Run:
     out_fd: int | None  # the candidate's stdout, handed over (fork server), or None (inherited)
 
 
-def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None = None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None = None, facts: dict[str, Any] | None = None, libraries: dict[str, Library] | None = None) -> dict[str, Any]:
     """Prelude names + the task's helpers + the test, here; the candidate's names are stubs that
     call into its process through `channel` (a judge.Channel)."""
     if compiled is None:
         try:
-            compiled = compile_test(env, run.test, run.support)
+            compiled = compile_test(env, run.test, run.support, libraries)
         except SyntaxError as exc:
-            where = "helper code" if exc.filename == SUPPORT_FILE else "test"
+            where = "helper code" if exc.filename in (SUPPORT_FILE, LIBRARY_FILE) else "test"
             return {"status": "error", "message": f"SyntaxError in {where} line {exc.lineno}: {exc.msg}"}
         except Exception as exc:  # null bytes, nesting too deep: the test, not the candidate
             return {"status": "error", "message": f"the test cannot be compiled: {type(exc).__name__}: {exc}"}
@@ -229,9 +256,11 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
         return {"status": "failed", "message": defined}
     test_ns: dict[str, Any] = {k: v for k, v in env.namespace.items() if k != "__builtins__"}
     test_ns["__builtins__"] = dict(env.builtins_snapshot)
-    if compiled.support is not None:
+    for helpers in (compiled.support, compiled.library):
+        if helpers is None:
+            continue
         try:
-            exec(compiled.support, test_ns)
+            exec(helpers, test_ns)
         except BaseException as exc:
             return {"status": "error", "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}"}
     test_ns.update(defined)
@@ -259,8 +288,8 @@ def _fault_verdict(channel: Any) -> dict[str, Any]:
     return {"status": "timeout" if channel.timed_out else "failed", "message": str(channel.fault)}
 
 
-def timed_execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None) -> dict[str, Any]:
+def timed_execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None, libraries: dict[str, Library] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     facts: dict[str, Any] = {}
-    outcome = execute(env, channel, run, compiled, facts)
+    outcome = execute(env, channel, run, compiled, facts, libraries)
     return {**outcome, "exec_s": round(time.perf_counter() - start, 6), **({"facts": facts} if facts else {})}

@@ -148,6 +148,12 @@ def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, wor
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         fresh = key not in tests.compiled and len(key) <= CACHE_LIMIT and digest in tests.seen
         note = {"nonce": nonce, "timeout_s": request["timeout_s"], "test": request.get("test", "") if fresh else None, "support": request.get("support", "") if fresh else "", "seen": digest}
+        # The harness's library (the same text for every task): compiled by the server the
+        # second time it comes, for every judge forked after.
+        library = runner.execution.split_support(str(request.get("support", "")))[1]
+        if library and library not in tests.libraries and len(library) <= CACHE_LIMIT:
+            library_digest = "library:" + hashlib.sha256(library.encode("utf-8", "surrogatepass")).hexdigest()
+            note.update({"library_seen": library_digest, "library": library if library_digest in tests.seen else None})
         os.write(note_fd, json.dumps(note).encode() + b"\n")
         if go_fd >= 0 and os.read(go_fd, 1) != b"g":
             os._exit(HARNESS_GONE)  # the server is gone: nobody would clean up after this run
@@ -160,7 +166,7 @@ def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, wor
         report_fd = runner.RESULT_FD
         os.closerange(runner.CALL_FD + 1, 1 << 16)  # the socket, the note pipe, the received copies
         runner.procs.enter(workdir, request["limits"])
-        outcome = runner.judge_run(env, request, runner.CALL_FD, workdir, 1, tests.compiled.get(key))
+        outcome = runner.judge_run(env, request, runner.CALL_FD, workdir, 1, tests.compiled.get(key), tests.libraries)
         runner.procs.flush_std()
     except BaseException as exc:  # the sandbox's own set-up failed: not the candidate's doing
         outcome = {"status": "error", "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"}
@@ -196,6 +202,7 @@ class Tests:
     def __init__(self) -> None:
         self.compiled: dict[str, Any] = {}
         self.seen: dict[str, None] = {}
+        self.libraries: dict[str, Any] = {}  # library text -> execution.Library
 
     def saw(self, digest: str) -> None:
         self.seen[digest] = None
@@ -207,11 +214,21 @@ def remember_test(execution: ModuleType, env: Any, tests: Tests, test: str, supp
     """Compile a test the judge saw for the second time, for the runs that follow (most recent last)."""
     key = test_key({"test": test, "support": support})
     try:
-        tests.compiled[key] = execution.compile_test(env, test, support)
+        tests.compiled[key] = execution.compile_test(env, test, support, tests.libraries)
     except Exception:
         tests.compiled[key] = None  # each judge compiles it again and reports why it cannot
     if len(tests.compiled) > 256:
         del tests.compiled[next(iter(tests.compiled))]
+
+
+def remember_library(execution: ModuleType, tests: Tests, library: str) -> None:
+    """Compile the harness's library the second time it comes (a few at most are kept)."""
+    try:
+        tests.libraries[library] = execution.compile_library(library)
+    except Exception:
+        return  # each judge compiles it again and reports why it cannot
+    if len(tests.libraries) > 4:
+        del tests.libraries[next(iter(tests.libraries))]
 
 
 def fork_when_room(procs: ModuleType, patience_s: float = 5.0) -> int:
@@ -328,6 +345,10 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
         send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4), "nonce": note["nonce"], "retire": retire})
         if retire:
             return
+        if note.get("library") is not None:
+            remember_library(runner.execution, tests, str(note["library"]))
+        elif note.get("library_seen") is not None:
+            tests.saw(str(note["library_seen"]))
         if note.get("test") is not None:
             remember_test(runner.execution, env, tests, str(note["test"]), str(note.get("support", "")))
         else:
