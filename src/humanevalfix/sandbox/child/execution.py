@@ -159,21 +159,38 @@ def compile_library(library: str) -> Library:
     return Library(compile(library, LIBRARY_FILE, "exec"), frozenset(_bound(library, LIBRARY_FILE)))
 
 
-def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> CompiledTest:
+def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, wanted: tuple[str, ...] | None = None) -> CompiledTest:
     """Raises SyntaxError (or ValueError, RecursionError). The fork server does this once per
-    distinct (support, test), before forking; `libraries`: those it has compiled already."""
-    code, infos = env.rewriting.rewrite(test)
+    distinct (support, test), before forking; `libraries`: those it has compiled already;
+    `wanted`: test_names's answer, when it was asked first."""
     support, library_text = split_support(support)
-    library = (libraries or {}).get(library_text) or compile_library(library_text)
+    library = _library(library_text, libraries)
+    if wanted is None:
+        wanted = _wanted(env, test, support, library)
+    code, infos = env.rewriting.rewrite(test)
     support_code = compile(support, SUPPORT_FILE, "exec") if support.strip() else None
+    return CompiledTest(code, infos, support_code, wanted, library.code)
+
+
+def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> tuple[str, ...]:
+    """The names the test takes from the candidate (the entry point, ...): the first half of
+    compile_test, so the candidate can be loading while the judge compiles. Raises as it does."""
+    support, library_text = split_support(support)
+    return _wanted(env, test, support, _library(library_text, libraries))
+
+
+def _library(text: str, libraries: dict[str, Library] | None) -> Library:
+    return (libraries or {}).get(text) or compile_library(text)
+
+
+def _wanted(env: Prepared, test: str, support: str, library: Library) -> tuple[str, ...]:
     # Passed to `check(...)`: the candidate's even where the name is a builtin's or the prelude's.
     checked: set[str] = set()
     for node in ast.walk(ast.parse(test)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
             checked.update(a.id for a in node.args if isinstance(a, ast.Name))
     own = set(env.builtins_snapshot) | set(env.namespace) | _bound(support, SUPPORT_FILE) | library.bound | _bound(test, TEST_FILE)
-    wanted = sorted((_global_names(test) - own) | checked)
-    return CompiledTest(code, infos, support_code, tuple(wanted), library.code)
+    return tuple(sorted((_global_names(test) - own) | checked))
 
 
 def _global_names(source: str) -> set[str]:
@@ -239,17 +256,24 @@ class Run:
 def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None = None, facts: dict[str, Any] | None = None, libraries: dict[str, Library] | None = None) -> dict[str, Any]:
     """Prelude names + the task's helpers + the test, here; the candidate's names are stubs that
     call into its process through `channel` (a judge.Channel)."""
-    if compiled is None:
-        try:
-            compiled = compile_test(env, run.test, run.support, libraries)
-        except SyntaxError as exc:
-            where = "helper code" if exc.filename in (SUPPORT_FILE, LIBRARY_FILE) else "test"
-            return {"status": "error", "message": f"SyntaxError in {where} line {exc.lineno}: {exc.msg}"}
-        except Exception as exc:  # null bytes, nesting too deep: the test, not the candidate
-            return {"status": "error", "message": f"the test cannot be compiled: {type(exc).__name__}: {exc}"}
     fault = env.judge.CandidateFault
     try:
-        defined = channel.load(run.code, list(compiled.wanted), run.workdir, run.limits, run.out_fd)
+        if compiled is None:
+            # The candidate loads its code while the judge compiles the test.
+            wanted = test_names(env, run.test, run.support, libraries)
+            channel.send_load(run.code, list(wanted), run.workdir, run.limits, run.out_fd)
+            compiled = compile_test(env, run.test, run.support, libraries, wanted)
+        else:
+            channel.send_load(run.code, list(compiled.wanted), run.workdir, run.limits, run.out_fd)
+    except fault:
+        return _fault_verdict(channel)
+    except SyntaxError as exc:
+        where = "helper code" if exc.filename in (SUPPORT_FILE, LIBRARY_FILE) else "test"
+        return {"status": "error", "message": f"SyntaxError in {where} line {exc.lineno}: {exc.msg}"}
+    except Exception as exc:  # null bytes, nesting too deep: the test, not the candidate
+        return {"status": "error", "message": f"the test cannot be compiled: {type(exc).__name__}: {exc}"}
+    try:
+        defined = channel.loaded(list(compiled.wanted))
     except fault:
         return _fault_verdict(channel)
     if isinstance(defined, str):

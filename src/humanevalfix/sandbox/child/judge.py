@@ -67,6 +67,10 @@ class Channel:
 
     def ask(self, message: dict[str, Any], fds: list[int] | None = None, deadline: float | None = None) -> dict[str, Any]:
         """Send one message and wait for the answer, until `deadline` or the run's, whichever is first."""
+        self._send(message, fds)
+        return self._answer(deadline)
+
+    def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
         if self.fault is not None:
             raise CandidateFault(self.fault)
         if self._busy:
@@ -79,6 +83,9 @@ class Channel:
         except OSError:
             raise self._fail(ENDED) from None
         self._busy = True
+
+    def _answer(self, deadline: float | None = None) -> dict[str, Any]:
+        plain = self.plain
         own = deadline is not None and deadline < self.deadline
         remaining = (deadline if own else self.deadline) - time.monotonic()
         late = "the code did not answer within its time budget" if own else f"timed out after {self.timeout_s:g}s (an infinite loop?)"
@@ -99,10 +106,16 @@ class Channel:
     def load(self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None) -> dict[str, Any] | str:
         """Run the candidate's module code over there: {name: "call" | value} it defines, or the
         failure message."""
-        answer = self.ask(
-            {"op": "load", "code": code, "names": names, "workdir": workdir, "limits": limits},
-            [out_fd] if out_fd is not None else None,
-        )
+        self.send_load(code, names, workdir, limits, out_fd)
+        return self.loaded(names)
+
+    def send_load(self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None) -> None:
+        """The first half of `load`: the judge compiles the test while the candidate loads."""
+        self._send({"op": "load", "code": code, "names": names, "workdir": workdir, "limits": limits}, [out_fd] if out_fd is not None else None)
+
+    def loaded(self, names: list[str]) -> dict[str, Any] | str:
+        """The second half of `load`: what the candidate's code defined, or why it failed."""
+        answer = self._answer()
         if answer.get("ok") is not True:
             message = answer.get("message")
             return message if isinstance(message, str) else "the code could not be loaded"
