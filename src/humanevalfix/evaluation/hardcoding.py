@@ -23,7 +23,12 @@ def _literals(source: str) -> set[str]:
         return set()
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)):
+        if isinstance(node, ast.Constant):  # what literal_eval would give, without its walk
+            try:
+                found.add(repr(node.value))
+            except ValueError:  # an int past the digits limit of int -> str
+                continue
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)):
             try:
                 found.add(repr(ast.literal_eval(node)))
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -95,12 +95,20 @@ class Zygote:
             except BaseException:
                 os._exit(0)
 
-    def fork_candidate(self, env: Any, candidate_fd: int) -> int | None:
-        """A new candidate process holding `candidate_fd`: its pid, or None if the zygote is gone
-        (or does not answer: a zygote that is alive answers in milliseconds)."""
+    def ask_fork(self, env: Any, candidate_fd: int) -> bool:
+        """Ask for a new candidate process holding `candidate_fd` (the zygote forks it while the
+        server forks the next judge); False if the zygote is gone."""
         self.sock.settimeout(ZYGOTE_PATIENCE_S)
         try:
             env.plain.send(self.sock, {"op": "fork"}, [candidate_fd])
+        except BaseException:
+            return False
+        return True
+
+    def forked(self, env: Any) -> int | None:
+        """The new candidate's pid, or None if the zygote is gone (or does not answer: a zygote
+        that is alive answers in milliseconds)."""
+        try:
             answer, _ = env.plain.receive(self.sock)
         except BaseException:
             return None
@@ -298,10 +306,11 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
         os.chmod(base, 0o700)
         os.mkdir(workdir, 0o700)
         judge_end, candidate_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        candidate_pid = zygote.fork_candidate(env, candidate_end.fileno())
-        candidate_end.close()
+        asked = zygote.ask_fork(env, candidate_end.fileno())
+        candidate_end.close()  # in flight to the zygote now: the judge must not inherit it
         pid, note, go_w = fork_standby(runner, env, sock, workdir, tests, me, judge_end.fileno())
         judge_end.close()
+        candidate_pid = zygote.forked(env) if asked else None
         status, timed_out, started = 0, False, time.monotonic()
         try:
             if note is not None:
