@@ -32,8 +32,9 @@ def _esc(text: Any) -> str:
 
 @scorer("verdict")
 class Verdict(Scorer):
-    """pass@1: the first and the final candidate against the task's full test, the verdict that
-    counts. The record's `passed` and `passed_first` read this entry."""
+    """pass@1: the first and the final candidate against the task's full test (the verdict that counts).
+
+    The record's `passed` and `passed_first` read this entry."""
 
     legacy_keys = ("passed", "passed_first")
 
@@ -74,8 +75,10 @@ class Verdict(Scorer):
 
 @scorer("plus")
 class Plus(Scorer):
-    """pass@1+ (evaluation/robustness.py): a passing candidate also agrees with the canonical
-    solution on extra inputs. None: not checked (it failed, or the task has no canonical code)."""
+    """pass@1+: a passing candidate also agrees with the canonical solution on extra inputs.
+
+    The check is evaluation/robustness.py's, appended to the test in the same run. None: not
+    checked (the candidate failed, or the task has no canonical code)."""
 
     legacy_keys = ("plus", "plus_first", "plus_inputs", "plus_disagreements", "plus_example")
     legacy_summary_keys = ("passed_plus", "passed_first_plus", "pass_at_1_plus_first", "pass_at_1_plus_final")
@@ -166,8 +169,9 @@ def _plus_source(spec: RunSpec) -> str:
 
 @scorer("hardcoding")
 class Hardcoding(Scorer):
-    """The static half of pass@1+ (evaluation/hardcoding.py): branches of a passing final candidate
-    that look fitted to the test's asserts. A flag for a reader, not a verdict."""
+    """Branches of a passing final candidate that look fitted to the test's asserts (a flag, not a verdict).
+
+    The static half of pass@1+ (evaluation/hardcoding.py), looked for in the same pass."""
 
     legacy_keys = ("suspect_hardcoding",)
     legacy_summary_keys = ("suspect_hardcoding",)
