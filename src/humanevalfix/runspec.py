@@ -29,6 +29,7 @@ from humanevalfix.agent import AgentSettings
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import PROTOCOLS
 from humanevalfix.errors import UserError
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset
 
 SCHEMA_VERSION = 3
@@ -91,7 +92,7 @@ class ModelSpec:
             max_tokens=preset.max_tokens,
             seed=preset.seed,
             native_tools=preset.native_tools,
-            embedded_server=embedded if preset.provider == "local" else None,
+            embedded_server=embedded if preset.provider == LOCAL else None,
         )
 
     @property
