@@ -62,16 +62,15 @@ class Lines(Scorer):
 
 @pytest.fixture
 def lines_scorer() -> Iterator[None]:
-    list(SCORERS)  # the built-in scorers first, as in a run: ours comes after them
-    scorer("test-lines")(Lines)
+    scorer("test-lines")(Lines)  # after the built-in ones, whoever read the registry before
     try:
         yield
     finally:
         SCORERS._entries.pop("test-lines")  # the registry lives for the process: leave it as found
 
 
-def test_the_built_in_scorers_are_registered_in_their_order() -> None:
-    assert list(SCORERS) == ["verdict", "plus", "hardcoding"]
+def test_the_built_in_scorers_are_registered_in_their_order(lines_scorer: None) -> None:
+    assert list(SCORERS) == ["verdict", "plus", "hardcoding", "test-lines"]
 
 
 def test_a_scorer_registered_elsewhere_is_recorded_summed_shown_compared_and_rescored(

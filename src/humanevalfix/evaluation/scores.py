@@ -15,6 +15,7 @@ results file (and scripts that read `passed_plus`) keep working.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
@@ -105,7 +106,8 @@ class Scorer:
     compare_label: ClassVar[str | None] = None  # the comparison table's row, where `shares` gives one
 
 
-SCORERS: Registry[Scorer] = Registry("scorer", "scorer", builtins="humanevalfix.evaluation.scorers")
+BUILTINS = "humanevalfix.evaluation.scorers"
+SCORERS: Registry[Scorer] = Registry("scorer", "scorer", builtins=BUILTINS)
 
 
 def scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
@@ -113,6 +115,10 @@ def scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
     order of the summary's rows and the report's lines."""
 
     def register(cls: type[Scorer]) -> type[Scorer]:
+        if cls.__module__ != BUILTINS:
+            # A plugin may load before anything has read this registry: the built-in scorers are
+            # registered first all the same, so the verdict's rows lead whatever else is installed.
+            importlib.import_module(BUILTINS)
         cls.name = name
         SCORERS.register(name, cls())
         return cls
