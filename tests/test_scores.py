@@ -23,7 +23,7 @@ from humanevalfix.evaluation.results import Summary, load_results
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.evaluation.scores import SCORERS, Candidates, Entry, Scorer, legacy_keys, scorer
 from humanevalfix.reports.comparison import compare_runs, comparison_table
-from humanevalfix.reports.page import run_html
+from humanevalfix.reports.page import compare_html, run_html
 from humanevalfix.reports.runs import load_run, summary_lines
 from humanevalfix.reports.summary import summary_table
 from humanevalfix.runspec import RunSpec
@@ -101,6 +101,7 @@ def test_a_scorer_registered_elsewhere_is_recorded_summed_shown_compared_and_res
     table = Console(record=True, width=200, file=io.StringIO())
     table.print(comparison_table(compare_runs(run, run)))
     assert "short fixes (≤ 3 lines)" in table.export_text()
+    assert "<td>short fixes (≤ 3 lines)</td>" in compare_html(compare_runs(run, run), b"")
 
     executor = build_executor("auto", Limits(timeout_s=20))
     try:

@@ -154,6 +154,8 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
         + row("run", cmp.a.label, cmp.b.label)
         + row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
         + row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
+        # Each registered scorer's row, as in the terminal's comparison table (pass@1+, after repair).
+        + "".join(row(label, *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in shares)) for label, *shares in cmp.scores)
         + row("mean iterations (common tasks)", mean_iters(cmp.a), mean_iters(cmp.b))
         + row("tokens in / out (whole run)", f"{int(cmp.a.summary.get('tokens_in', 0)):,} / {int(cmp.a.summary.get('tokens_out', 0)):,}",
               f"{int(cmp.b.summary.get('tokens_in', 0)):,} / {int(cmp.b.summary.get('tokens_out', 0)):,}")
