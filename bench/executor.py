@@ -127,7 +127,7 @@ def scored(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, int, 
         for task in tasks:
             scored_task = score_task(task.canonical_code, task.canonical_code, task, executor, store)
             passes += scored_task.score.passed
-            plus += bool(scored_task.score.passed and scored_task.plus_fields["plus"])
+            plus += bool(scored_task.score.passed and scored_task.scores["plus"]["final"])
     finally:
         executor.close()
     return time.perf_counter() - start, passes, plus

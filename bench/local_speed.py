@@ -131,7 +131,7 @@ def run_setting(name: str, args: argparse.Namespace, weights: Path, work: Path) 
         tasks=s.tasks,
         passed_first=s.passed_first,
         passed=s.passed,
-        passed_plus=s.passed_plus,
+        passed_plus=(s.scores.get("plus") or {}).get("passed"),
         errors=s.errors,
         tokens_in=s.tokens_in,
         tokens_out=s.tokens_out,

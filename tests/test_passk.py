@@ -68,7 +68,7 @@ def test_mean_over_tasks_and_the_supported_ks() -> None:
 
 def _record(task_id: str, sample: int, passed: bool, first: bool) -> TaskRecord:
     return TaskRecord(
-        task_id=task_id, entry_point="f", bug_type="", failure_symptoms="", passed=passed, passed_first=first,
+        task_id=task_id, entry_point="f", bug_type="", failure_symptoms="", scores={"verdict": {"passed": passed, "passed_first": first}},
         iterations=1, executions=1, stop_reason="passed" if passed else "budget", tool_mode="native",
         first_code="", final_code="", score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0,
         wall_s=0.0, sample=sample,

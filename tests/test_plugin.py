@@ -3,8 +3,9 @@
 The plugin is installed offline, as pip installs a package (its module and a dist-info holding
 the entry points of its pyproject.toml) into a folder of its own; runs in child processes with
 that folder on their path then see its `demo` provider and `demo` sandbox: an oracle eval goes
-through both, and the sandbox conformance suite passes for what the `demo` executor claims. This
-proves the provider and executor recipes of docs/architecture.md (one file each, in the plugin).
+through both (and records and shows its `demo-lines` score), and the sandbox conformance suite
+passes for what the `demo` executor claims. This proves the provider, executor and scorer recipes
+of docs/architecture.md (one file each, in the plugin).
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ def test_an_oracle_eval_through_the_plugins_provider_and_executor(site: Path, tm
     assert len(records) == 4 and sum(r["passed"] for r in records) == passed
     assert all(r["iterations"] >= 1 and r["error"] is None for r in records)
     assert "demo-key-0123456789" not in out.read_text(encoding="utf-8") + proc.stdout + proc.stderr
+    # The plugin's scorer: recorded per task, summed, shown in the summary table after the built-in ones.
+    lines = [len((r["final_code"] or "").splitlines()) for r in records]
+    assert [r["scores"]["demo-lines"] for r in records] == [{"lines": n} for n in lines]
+    summed = results["summary"]["scores"]  # (pass@1+ is absent where nothing passed: nothing checked)
+    assert list(summed)[0] == "verdict" and list(summed)[-1] == "demo-lines" and summed["demo-lines"] == {"total": sum(lines)}
+    shown = proc.stdout + proc.stderr
+    assert shown.index("pass@1, after repair") < shown.index(f"{sum(lines)} final code lines")
 
 
 def test_the_plugins_keyed_provider_without_its_key_is_one_line_and_exit_2(site: Path, tmp_path: Path, dataset_path: Path) -> None:

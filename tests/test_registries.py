@@ -1,4 +1,4 @@
-"""The registries (humanevalfix/registry.py): providers, executors, dataset formats.
+"""The registries (humanevalfix/registry.py): providers, executors, dataset formats, strategies, scorers.
 
 What offers or checks a choice reads them: the CLI's choices, each provider's key variable (a
 provider with a key is refused without one, never sent the placeholder), the error messages, and
@@ -15,6 +15,7 @@ import pytest
 from humanevalfix.cli import build_parser
 from humanevalfix.agent.strategies import STRATEGIES
 from humanevalfix.errors import ConfigError, DatasetError
+from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.models.catalog import PROVIDERS, selectable_providers
 from humanevalfix.models.presets import Preset, resolve
 from humanevalfix.models.providers import PLACEHOLDER_KEY, key_pool
@@ -55,7 +56,15 @@ def format_table() -> str:
     return "\n".join(rows)
 
 
-@pytest.mark.parametrize("render", [provider_table, sandbox_table, strategy_table, format_table])
+def scorer_table() -> str:
+    rows = ["| scorer | what it scores |", "|---|---|"]
+    for name, entry in SCORERS.items():
+        doc = (type(entry).__doc__ or "").strip().splitlines()
+        rows.append(f"| `{name}` | {doc[0] if doc else '—'} |")
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("render", [provider_table, sandbox_table, strategy_table, format_table, scorer_table])
 def test_the_architecture_tables_are_what_the_registries_hold(render: object) -> None:
     table = render()  # type: ignore[operator]
     assert table in ARCHITECTURE.read_text(encoding="utf-8"), f"docs/architecture.md should hold, as rendered:\n{table}"
@@ -67,6 +76,7 @@ def test_the_built_in_kinds_are_registered_in_their_order() -> None:
     assert list(SANDBOXES) == ["auto", "bwrap", "unshare", "process", "restricted", "docker"]
     assert list(FORMATS) == [".jsonl", ".json", ".parquet"]
     assert list(STRATEGIES) == ["fix", "explain", "rewrite"]
+    assert list(SCORERS) == ["verdict", "plus", "hardcoding"]
 
 
 def _choices(parser: argparse.ArgumentParser, command: str, option: str) -> list[str]:

@@ -211,7 +211,7 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_solved_turn_ignores_repeats_of_the_final_code() -> None:
     record = TaskRecord(
-        task_id="t", entry_point="f", bug_type="", failure_symptoms="", passed=True, passed_first=False,
+        task_id="t", entry_point="f", bug_type="", failure_symptoms="", scores={"verdict": {"passed": True, "passed_first": False}},
         iterations=4, executions=2, stop_reason="stopped_calling", tool_mode="native", first_code="a",
         final_code="b", score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0,
         attempts=[
@@ -280,7 +280,7 @@ def test_the_error_list_shows_the_first_ten_then_a_count() -> None:
 
     def record(i: int, error: str | None) -> TaskRecord:
         return TaskRecord(
-            task_id=f"Python/{i}", entry_point="f", bug_type="", failure_symptoms="", passed=False, passed_first=False,
+            task_id=f"Python/{i}", entry_point="f", bug_type="", failure_symptoms="", scores={"verdict": {"passed": False, "passed_first": False}},
             iterations=0, executions=0, stop_reason="error" if error else "budget", tool_mode="text", first_code=None,
             final_code=None, score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0, error=error,
         )

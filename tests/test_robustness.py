@@ -198,11 +198,12 @@ def test_a_run_records_plus_per_task_and_pass_at_1_plus(
         outcome = run_eval(make_config(server, dataset), Console(file=io.StringIO()))
     records = {r.task_id: r for r in outcome.records}
     assert all(r.passed for r in records.values())
-    assert {t: r.plus for t, r in records.items()} == {"Python/0": True, **{t: False for t in FITTED}}
-    assert records["Python/0"].suspect_hardcoding == [] and all(records[t].suspect_hardcoding for t in FITTED)
+    assert {t: r.scores["plus"]["final"] for t, r in records.items()} == {"Python/0": True, **{t: False for t in FITTED}}
+    assert records["Python/0"].scores["hardcoding"]["lines"] == [] and all(records[t].scores["hardcoding"]["lines"] for t in FITTED)
     s = outcome.summary
-    assert (s.passed, s.passed_plus, s.passed_first_plus, s.suspect_hardcoding) == (4, 1, 1, 3)
-    assert s.pass_at_1_plus_final == 0.25
+    plus = s.scores["plus"]
+    assert (s.passed, plus["passed"], plus["passed_first"], s.scores["hardcoding"]["count"]) == (4, 1, 1, 3)
+    assert plus["pass_at_1_final"] == 0.25
     console = Console(file=io.StringIO(), width=200)
     console.print(summary_table(s, outcome.spec))
     assert "pass@1+" in console.file.getvalue() and "1/4 (25.0%)" in console.file.getvalue()
@@ -217,9 +218,9 @@ def test_score_adds_pass_at_1_plus_to_a_finished_run(tmp_path: Path, dataset_pat
     assert proc.returncode == 0, proc.stderr[-2000:]
     old = json.loads(out.read_text(encoding="utf-8"))
     for task in old["tasks"]:
-        for key in ("plus", "plus_first", "plus_inputs", "plus_example", "suspect_hardcoding"):
+        for key in ("plus", "plus_first", "plus_inputs", "plus_disagreements", "plus_example", "suspect_hardcoding", "scores"):
             task.pop(key)
-    for key in ("passed_plus", "passed_first_plus", "pass_at_1_plus_first", "pass_at_1_plus_final"):
+    for key in ("passed_plus", "passed_first_plus", "pass_at_1_plus_first", "pass_at_1_plus_final", "suspect_hardcoding", "scores"):
         old["summary"].pop(key)
     del old["config"]["protocol"]
     del old["config"]["schema_version"]  # such files were written before the run spec

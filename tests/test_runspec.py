@@ -169,7 +169,7 @@ def test_committed_results_load_and_report_as_before(path: Path) -> None:
     # The turns line came later (issue 29: turns by outcome), for every run alike.
     assert [line for line in summary_lines(load_run(path)) if not line.startswith("turns: ")] == golden["lines"]
     console = Console(record=True, width=250, file=io.StringIO())
-    console.print(summary_table(Summary(**load_results(path)["summary"]), spec))
+    console.print(summary_table(Summary.from_dict(load_results(path)["summary"]), spec))
     assert "".join(line for line in console.export_text().splitlines(keepends=True) if "turns by outcome" not in line) == golden["table"]
 
 

@@ -49,7 +49,7 @@ def test_a_failing_candidate_gets_the_tests_own_status_and_message(bwrap: Execut
         alone = score(task.buggy_code, task.buggy_code, task, bwrap)
         together = score_task(task.buggy_code, task.buggy_code, task, bwrap, warm)
         assert not alone.passed and together.score == alone, tid
-        assert together.plus_fields["plus"] is None
+        assert together.scores["plus"]["final"] is None
 
 
 def test_a_passing_candidate_passes_with_its_check_in_the_same_run(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
@@ -66,7 +66,7 @@ def test_a_passing_candidate_passes_with_its_check_in_the_same_run(bwrap: Execut
         task = all_tasks[tid]
         scored = score_task(task.canonical_code, task.canonical_code, task, Counting(), warm)  # type: ignore[arg-type]
         assert scored.score.passed and scored.score.message == PASSED_MESSAGE, tid
-        assert scored.plus_fields["plus"] is True and scored.plus_fields["plus_inputs"] > 0, tid
+        assert scored.scores["plus"]["final"] is True and scored.scores["plus"]["inputs"] > 0, tid
     assert len(runs) == len(SAMPLE)  # one run each: test and check together
     assert all(test.rstrip().endswith(f"_hefix_plus({all_tasks[tid].entry_point}, *_hefix_plus_data)") for (test, _), tid in zip(runs, SAMPLE))
     # The check's function is one text for every task, after the mark: a fork server compiles it once.
@@ -78,8 +78,8 @@ def test_a_candidate_fitted_to_the_asserts_passes_and_is_not_plus_in_one_run(bwr
     fitted = "def fib(n: int):\n    return {10: 55, 1: 1, 8: 21, 11: 89, 12: 144}.get(n, n)\n"
     scored = score_task(fitted, fitted, all_tasks["Python/55"], bwrap, warm)
     assert scored.score.passed and scored.score.message == PASSED_MESSAGE
-    assert scored.plus_fields["plus"] is False and "the canonical solution gives" in (scored.plus_fields["plus_example"] or "")
-    assert scored.plus_fields["plus_disagreements"] >= 1
+    assert scored.scores["plus"]["final"] is False and "the canonical solution gives" in (scored.scores["plus"]["example"] or "")
+    assert scored.scores["plus"]["disagreements"] >= 1
 
 
 def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
@@ -88,7 +88,7 @@ def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(bwrap: Execut
     task = all_tasks["Python/55"]
     code = "def fib(n: int):\n    known = {10: 55, 1: 1, 8: 21, 11: 89, 12: 144}\n    while n not in known:\n        pass\n    return known[n]\n"
     scored = score_task(code, code, task, bwrap, warm)
-    assert scored.score.passed and scored.plus_fields["plus"] is False
+    assert scored.score.passed and scored.scores["plus"]["final"] is False
 
 
 def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path) -> None:
@@ -162,8 +162,8 @@ def test_an_executor_failure_leaves_pass_at_1_plus_unchecked(all_tasks: dict[str
 
     task = all_tasks["Python/2"]
     scored = score_task(task.canonical_code, task.canonical_code, task, Broken(), CaseStore(tmp_path))  # type: ignore[arg-type]
-    assert scored.score.passed and scored.plus_fields["plus"] is None
-    assert "the sandbox is gone" in (scored.plus_fields["plus_example"] or "")
+    assert scored.score.passed and scored.scores["plus"]["final"] is None
+    assert "the sandbox is gone" in (scored.scores["plus"]["example"] or "")
     assert not list(tmp_path.glob("*.json"))  # nothing kept: the next run tries again
 
 
@@ -177,4 +177,4 @@ def test_robustness_check_alone_uses_the_same_cases(bwrap: Executor, all_tasks: 
     task = all_tasks["Python/55"]
     alone = robustness.check(task.canonical_code, task, bwrap, passed=True, store=warm)
     together = score_task(task.canonical_code, task.canonical_code, task, bwrap, warm)
-    assert alone.plus is True and alone.inputs == together.plus_fields["plus_inputs"]
+    assert alone.plus is True and alone.inputs == together.scores["plus"]["inputs"]

@@ -1,7 +1,8 @@
 """Registries: the named kinds a run can choose (providers, executors, dataset formats, ...), and plugins.
 
 Each registry is filled by a decorator where its kinds are written (`@provider` in
-models/providers.py, `@executor_kind` in sandbox/factory.py, `@dataset_format` in tasks/formats.py),
+models/providers.py, `@executor_kind` in sandbox/factory.py, `@dataset_format` in tasks/formats.py,
+`@strategy` in agent/prompts.py, `@scorer` in evaluation/scorers.py),
 and read by everything that offers or checks a choice: the CLI's `choices`, the environment
 variables, the error messages, the docs tables. A registry is a read-only mapping, name -> entry,
 in the order the entries were registered.

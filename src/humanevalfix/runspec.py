@@ -5,6 +5,13 @@ the stream's first line and to the results file, with `schema_version`. Every re
 the reports, `score`, the bench) reads it back with `from_dict`, which also migrates files written
 before the spec existed (schema 1: the same keys, without a version).
 
+The versions: 1, no version (the protocol's parts without its name, migrated by `_migrated`); 2,
+the spec; 3, the same spec, and the file's task records and summary carry a `scores` map, each
+registered scorer's entry by name (evaluation/scores.py), beside the flat fields that held the
+built-in scores before. A record is migrated by itself (evaluation/scores.py `migrated`): one
+without `scores` has its map made from its flat fields, whatever the version, because a stream
+of version 2 continued by `--resume` holds records of both kinds.
+
 Each leaf field carries in its metadata the key it is stored under and whether it affects results:
 `--resume` compares exactly the result-affecting ones (`compared`), so a field added here is
 compared by default unless it is tagged informational. `legacy` is what a field meant in files
@@ -22,9 +29,10 @@ from humanevalfix.agent import AgentSettings
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import PROTOCOLS
 from humanevalfix.errors import UserError
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _NO_LEGACY = object()
 
 
@@ -84,7 +92,7 @@ class ModelSpec:
             max_tokens=preset.max_tokens,
             seed=preset.seed,
             native_tools=preset.native_tools,
-            embedded_server=embedded if preset.provider == "local" else None,
+            embedded_server=embedded if preset.provider == LOCAL else None,
         )
 
     @property

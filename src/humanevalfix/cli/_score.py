@@ -83,7 +83,7 @@ def _rescore(args: argparse.Namespace) -> int:
         executor.close()
     from humanevalfix.evaluation.results import Summary
 
-    console.print(summary_table(Summary(**done.document["summary"]), done.spec))
+    console.print(summary_table(Summary.from_dict(done.document["summary"]), done.spec))
     if done.changed:
         console.print(f"[yellow]{len(done.changed)} verdict(s) differ from the recorded ones:[/] {', '.join(done.changed[:10])}")
     if args.out:

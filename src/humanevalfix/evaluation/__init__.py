@@ -6,9 +6,9 @@ dataset.py loads the tasks (the bundled file, the Hub, or a file of your own); r
 them concurrently, streamed to records.py's stream and resumable; scorer.py gives the verdict
 on a task's first and final code; results.py writes the results file and its summary, with
 pass@k from passk.py; generations.py exports and scores generations files in the reference
-harness's format; validate.py checks a dataset of your own. A new measure of a run goes into
-results.Summary (and the reports that show it); a new dataset format is a reader registered
-with `@dataset_format` (tasks/formats.py).
+harness's format; validate.py checks a dataset of your own. A new score is a class registered
+with `@scorer` (scorers.py: what it records per task, sums per run and shows); a new dataset
+format is a reader registered with `@dataset_format` (tasks/formats.py).
 
 Names below resolve on first use (see humanevalfix/exports.py).
 """

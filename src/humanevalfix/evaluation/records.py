@@ -7,10 +7,11 @@ import os
 import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from humanevalfix.agent import AgentResult
 from humanevalfix.errors import UserError
+from humanevalfix.evaluation import scores as scoring
 from humanevalfix.redaction import redact_data
 
 
@@ -26,46 +27,52 @@ def json_line(entry: dict[str, Any]) -> str:
     return line + "\n"
 
 
-@dataclass
+@dataclass(frozen=True)
 class TaskRecord:
     task_id: str
     entry_point: str
     bug_type: str
     failure_symptoms: str
-    passed: bool  # final candidate, scored against the full tests
-    passed_first: bool  # first-turn candidate, scored the same way
     iterations: int  # model turns
     executions: int  # run_code executions
     stop_reason: str
     tool_mode: str
     first_code: str | None
     final_code: str | None
-    score_message: str
+    score_message: str  # the final candidate's verdict message (the test's own failure)
     tokens_in: int
     tokens_out: int
     model_latency_s: float
     wall_s: float
+    # Each registered scorer's entry by its name (evaluation/scores.py): the verdict ("verdict":
+    # passed, passed_first), pass@1+ ("plus"), the hard-coding check ("hardcoding"), and any other.
+    scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # infrastructure failure (API, executor), kept apart from model failures
     error_kind: str | None = None  # auth | connection | timeout | executor | other: what a run may conclude from it
     sample: int = 0  # which of --samples n
     buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
-    # evaluation.robustness, for passing candidates: agrees with the canonical solution on extra
-    # inputs (None: not checked); the first disagreement; branches that look fitted to the asserts
-    plus: bool | None = None
-    plus_first: bool | None = None
-    plus_inputs: int = 0  # extra inputs tried: both solutions called (the canonical one answered)
-    plus_disagreements: int = 0  # of those, where the candidate's answer differs
-    plus_example: str | None = None  # the first: input, expected, got
-    suspect_hardcoding: list[str] = field(default_factory=list)
     # What the model was not shown because the server's context was too small (agent._fit)
     context_trims: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """The final candidate, scored against the full tests (the verdict scorer's entry)."""
+        return bool((self.scores.get("verdict") or {}).get("passed"))
+
+    @property
+    def passed_first(self) -> bool:
+        """The first-turn candidate, scored the same way."""
+        return bool((self.scores.get("verdict") or {}).get("passed_first"))
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form: each candidate once. `final_code` stays whole (other tools read it);
         a `first_code` or an attempt's `code` equal to one kept already is null with `first_code_is`
-        / `code_is` naming it (a 2 MB candidate used to be stored three times per record)."""
+        / `code_is` naming it (a 2 MB candidate used to be stored three times per record). Beside
+        the `scores` map, the flat fields that held the built-in scores before it (schema_version
+        2 and older: `passed`, `plus`, `suspect_hardcoding`, ...), for the readers of those files."""
         data = asdict(self)
+        data.update(scoring.flat_fields(self.scores))
         final, first = data["final_code"], data["first_code"]
         if first is not None and first == final:
             data["first_code"], data["first_code_is"] = None, "final_code"
@@ -78,24 +85,27 @@ class TaskRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TaskRecord":
-        """A record from its stored form (or an older file's, with every copy written out)."""
+        """A record from its stored form (or an older file's: every copy written out, the scores as
+        flat fields, migrated by each scorer)."""
         names = {f.name for f in fields(cls)}
-        record = cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        values["scores"] = scoring.migrated(data)
         if data.get("first_code_is") == "final_code":
-            record.first_code = record.final_code
-        record.attempts = [_restored(a, record) for a in record.attempts]
-        return record
+            values["first_code"] = values.get("final_code")
+        final, first = values.get("final_code"), values.get("first_code")
+        values["attempts"] = [_restored(a, final, first) for a in values.get("attempts") or []]
+        return cls(**values)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.task_id, self.sample)
 
 
-def _restored(attempt: Any, record: TaskRecord) -> Any:
+def _restored(attempt: Any, final: str | None, first: str | None) -> Any:
     if not isinstance(attempt, dict) or "code_is" not in attempt:
         return attempt
     restored = {k: v for k, v in attempt.items() if k != "code_is"}
-    restored["code"] = record.final_code if attempt["code_is"] == "final_code" else record.first_code
+    restored["code"] = final if attempt["code_is"] == "final_code" else first
     return restored
 
 

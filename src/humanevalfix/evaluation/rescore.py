@@ -50,15 +50,9 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plu
         verdict = scored.score
         if (verdict.passed, verdict.passed_first) != (record.passed, record.passed_first):
             changed.append(record.task_id)
-        records.append(
-            replace(
-                record,
-                passed=verdict.passed,
-                passed_first=verdict.passed_first,
-                score_message=verdict.message,
-                **scored.plus_fields,
-            )
-        )
+        # Every registered scorer's entry is made again; an entry of a scorer not installed here
+        # (a plugin's) is kept as it was.
+        records.append(replace(record, score_message=verdict.message, scores={**record.scores, **scored.scores}))
     wall = float((data.get("summary") or {}).get("wall_s") or 0.0)
     rescored = {
         "project_version": __version__,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.passk import counts_by_task, pass_at_ks
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.outputs import chmod_like_open
@@ -34,13 +35,10 @@ class Summary:
     samples: int = 1
     pass_at_k_first: dict[str, float] = field(default_factory=dict)
     pass_at_k_final: dict[str, float] = field(default_factory=dict)
-    # pass@1+ (evaluation.robustness): passes that also agree with the canonical solution beyond
-    # the test's inputs; None when no passing candidate was checked (older runs, no canonical code)
-    passed_plus: int | None = None
-    passed_first_plus: int | None = None
-    pass_at_1_plus_first: float | None = None
-    pass_at_1_plus_final: float | None = None
-    suspect_hardcoding: int = 0  # passing final candidates with a branch that looks fitted to the asserts
+    # Each registered scorer's sum over the run by its name (evaluation/scores.py): the verdict's
+    # counts (also the four fields above: the headline), pass@1+ ("plus": None when no passing
+    # candidate was checked), the hard-coding check ("hardcoding"), and any other.
+    scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Model turns by outcome (passed, failed, repeat, no_code, ...) and the replies set aside
     # within their turn (--redraws): where the budget went.
     turns: dict[str, int] = field(default_factory=dict)
@@ -49,7 +47,19 @@ class Summary:
     dropped_keys: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """With the flat fields that held the built-in scores before the map (`passed_plus`,
+        `suspect_hardcoding`, ...), for the readers of those files."""
+        return {**asdict(self), **scoring.summary_flat(self.scores)}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "Summary":
+        """A stored summary; one written before the map gets it from its flat fields."""
+        names = {f.name for f in fields(cls)}
+        legacy = scoring.legacy_summary_keys()
+        unknown = sorted(k for k in raw if k not in names and k not in legacy)
+        if unknown:  # as the constructor said when it was given the stored dict as it is
+            raise TypeError(f"unexpected summary field(s): {', '.join(unknown)}")
+        return cls(**{**{k: v for k, v in raw.items() if k in names}, "scores": scoring.migrated_summary(raw)})
 
 
 def estimate_cost(tokens_in: int, tokens_out: int, price_in: float | None, price_out: float | None) -> float | None:
@@ -60,17 +70,17 @@ def estimate_cost(tokens_in: int, tokens_out: int, price_in: float | None, price
 
 def summarize(records: list[TaskRecord], wall_s: float, price_in: float | None = None, price_out: float | None = None) -> Summary:
     n = len(records)
-    first = sum(r.passed_first for r in records)
-    final = sum(r.passed for r in records)
+    scores = scoring.summarize(records)
+    verdict = scores["verdict"]
     t_in = sum(r.tokens_in for r in records)
     t_out = sum(r.tokens_out for r in records)
     return Summary(
         tasks=n,
-        passed_first=first,
-        passed=final,
+        passed_first=verdict["passed_first"],
+        passed=verdict["passed"],
         errors=sum(1 for r in records if r.error),
-        pass_at_1_first=round(first / n, 4) if n else 0.0,
-        pass_at_1_final=round(final / n, 4) if n else 0.0,
+        pass_at_1_first=verdict["pass_at_1_first"],
+        pass_at_1_final=verdict["pass_at_1_final"],
         mean_iterations=round(sum(r.iterations for r in records) / n, 3) if n else 0.0,
         tokens_in=t_in,
         tokens_out=t_out,
@@ -81,7 +91,7 @@ def summarize(records: list[TaskRecord], wall_s: float, price_in: float | None =
         pass_at_k_final=pass_at_ks((r.task_id, r.passed) for r in records),
         turns=turn_outcomes(records),
         redrawn=sum(len(a.get("redrawn") or ()) for r in records for a in r.attempts),
-        **_plus_fields(records),
+        scores=scores,
     )
 
 
@@ -108,22 +118,6 @@ def turns_text(turns: dict[str, int], redrawn: int = 0) -> str:
     text = f"{total} turns, {100.0 * wasted / total:.1f}% without a new candidate (repeat {turns.get('repeat', 0)}, no_code {turns.get('no_code', 0)}); "
     text += ", ".join(f"{k} {v}" for k, v in turns.items() if k not in NO_NEW_CANDIDATE)
     return text + (f"; {redrawn} replies drawn again within their turn (--redraws)" if redrawn else "")
-
-
-def _plus_fields(records: list[TaskRecord]) -> dict[str, Any]:
-    n = len(records)
-    checked = any(r.plus is not None for r in records if r.passed) or any(r.plus_first is not None for r in records if r.passed_first)
-    if not n or not checked:
-        return {"suspect_hardcoding": sum(1 for r in records if r.passed and r.suspect_hardcoding)}
-    final = sum(1 for r in records if r.passed and r.plus is True)
-    first = sum(1 for r in records if r.passed_first and r.plus_first is True)
-    return {
-        "passed_plus": final,
-        "passed_first_plus": first,
-        "pass_at_1_plus_first": round(first / n, 4),
-        "pass_at_1_plus_final": round(final / n, 4),
-        "suspect_hardcoding": sum(1 for r in records if r.passed and r.suspect_hardcoding),
-    }
 
 
 def write_atomic(path: Path, data: dict[str, Any]) -> None:

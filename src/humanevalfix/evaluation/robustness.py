@@ -233,15 +233,3 @@ def check(code: str | None, task: Task, executor: Executor, passed: bool, inputs
 
 def outcome(code: str, task: Task, d: Differential) -> Robustness:
     return Robustness(plus=d.agrees, inputs=d.compared, example=d.example, suspect_hardcoding=hardcoding(code, task), disagreements=d.disagreements)
-
-
-def record_fields(final: Robustness, first: Robustness) -> dict[str, Any]:
-    """The TaskRecord fields of both checks, for the final candidate and the first."""
-    return dict(
-        plus=final.plus,
-        plus_first=first.plus,
-        plus_inputs=final.inputs,
-        plus_disagreements=final.disagreements,
-        plus_example=final.example,
-        suspect_hardcoding=list(final.suspect_hardcoding),
-    )

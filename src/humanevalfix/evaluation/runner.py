@@ -83,15 +83,13 @@ def run_task(
         entry_point=task.entry_point,
         bug_type=task.bug_type,
         failure_symptoms=task.failure_symptoms,
-        passed=scored.score.passed,
-        passed_first=scored.score.passed_first,
         score_message=scored.score.message,
+        scores=scored.scores,
         wall_s=round(time.monotonic() - start, 3),
         error=result.error or scored.score.error,
         error_kind=result.error_kind if result.error else ("executor" if scored.score.error else None),
         sample=sample,
         buggy_code=task.buggy_code,
-        **scored.plus_fields,
         **agent_fields(result),
     )
     return record, result

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from humanevalfix.evaluation import robustness
+from humanevalfix.evaluation import scores as scoring
+from humanevalfix.evaluation.scores import Candidates, Judged
 from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.robustness import Inputs, Robustness
 from humanevalfix.tasks.support import support_code
@@ -62,14 +64,16 @@ def _score(first: ExecResult, final: ExecResult) -> Score:
 @dataclass(frozen=True)
 class Scored:
     score: Score
-    plus_fields: dict[str, Any]  # TaskRecord's pass@1+ fields (robustness.record_fields)
+    scores: dict[str, Any]  # every registered scorer's entry: TaskRecord.scores (evaluation/scores.py)
 
 
 def score_task(first_code: str | None, final_code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None = None) -> Scored:
-    """The verdicts and the pass@1+ checks of a task's first and final candidates."""
+    """The verdicts and the pass@1+ checks of a task's first and final candidates (one run each),
+    turned into their record entries by the registered scorers."""
     final = _judge(final_code, task, executor, store, inputs)
     first = final if first_code == final_code else _judge(first_code, task, executor, store, inputs)
-    return Scored(_score(first[0], final[0]), robustness.record_fields(final[1], first[1]))
+    candidates = Candidates(task, first_code, final_code, Judged(*first), Judged(*final), executor)
+    return Scored(_score(first[0], final[0]), scoring.entries(candidates))
 
 
 def _judge(code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None) -> tuple[ExecResult, Robustness]:

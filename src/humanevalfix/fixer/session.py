@@ -171,8 +171,8 @@ def _record(user_file: UserFile, result: AgentResult, scopes: list[str], fixed: 
         entry_point=scopes[-1] if scopes else "",
         bug_type="",
         failure_symptoms="",
-        passed=fixed,
-        passed_first=bool(result.attempts) and result.attempts[0].outcome == "passed" and fixed,
+        # The verdict scorer's entry, from the user's tests (fix has no full test to score against).
+        scores={"verdict": {"passed_first": bool(result.attempts) and result.attempts[0].outcome == "passed" and fixed, "passed": fixed}},
         score_message=message,
         wall_s=round(wall_s, 3),
         error=result.error,

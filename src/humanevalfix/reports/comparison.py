@@ -16,6 +16,7 @@ from rich.table import Table
 
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation.records import TaskRecord
+from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.reports.runs import Run
 
 BOOTSTRAP_RESAMPLES = 10_000
@@ -54,19 +55,6 @@ def task_scores(records: Iterable[TaskRecord], attr: str = "passed") -> dict[str
     return {t: c[t] / n[t] for t in n}
 
 
-def plus_scores(records: list[TaskRecord]) -> dict[str, float] | None:
-    """Per task, the share of samples that passed and agreed with the canonical solution (pass@1+);
-    None for a run whose passes were never checked (older runs)."""
-    if not any(r.plus is not None for r in records if r.passed):
-        return None
-    n: dict[str, int] = defaultdict(int)
-    c: dict[str, int] = defaultdict(int)
-    for r in records:
-        n[r.task_id] += 1
-        c[r.task_id] += int(r.passed and r.plus is True)
-    return {t: c[t] / n[t] for t in n}
-
-
 @dataclass(frozen=True)
 class Comparison:
     a: Run
@@ -81,8 +69,9 @@ class Comparison:
     p_value: float
     interval: tuple[float, float]  # of final(B) - final(A)
     notes: list[str] = field(default_factory=list)
-    plus_a: float | None = None  # pass@1+ after repair on the common tasks; None: that run was not checked
-    plus_b: float | None = None
+    # Each registered scorer's row that compares (pass@1+, after repair): its label and its share
+    # on the common tasks for A and B; None: that run was not scored so (older runs).
+    scores: tuple[tuple[str, float | None, float | None], ...] = ()
 
     @property
     def binary(self) -> bool:
@@ -104,7 +93,6 @@ def compare_runs(a: Run, b: Run) -> Comparison:
         notes.append(f"The runs used different protocols ({a.protocol} and {b.protocol}): the models saw different information.")
     if a.engine != b.engine:
         notes.append(f"The runs used different engines ({a.engine} and {b.engine}): the same repair policy, so this alone does not change results.")
-    pa, pb = plus_scores(a.records), plus_scores(b.records)
     only = len(fa) + len(fb) - 2 * len(common)
     if only:
         notes.append(f"{only} task(s) appear in only one run and are left out of the comparison.")
@@ -121,9 +109,18 @@ def compare_runs(a: Run, b: Run) -> Comparison:
         p_value=mcnemar_exact(len(b_wins), len(a_wins)),
         interval=paired_bootstrap([fa[t] for t in common], [fb[t] for t in common]),
         notes=notes,
-        plus_a=sum(pa.get(t, 0.0) for t in common) / len(common) if pa is not None else None,
-        plus_b=sum(pb.get(t, 0.0) for t in common) / len(common) if pb is not None else None,
+        scores=tuple(_score_rows(a, b, common)),
     )
+
+
+def _score_rows(a: Run, b: Run, common: list[str]) -> list[tuple[str, float | None, float | None]]:
+    rows = []
+    for s in SCORERS.values():
+        if s.compare_label is None:
+            continue
+        shares = [s.shares(run.records) for run in (a, b)]
+        rows.append((s.compare_label, *(None if x is None else sum(x.get(t, 0.0) for t in common) / len(common) for x in shares)))
+    return rows
 
 
 def significance_note(cmp: Comparison) -> str:
@@ -164,6 +161,7 @@ def comparison_table(cmp: Comparison) -> Table:
     table.add_row("engine", cmp.a.engine, cmp.b.engine)
     table.add_row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
     table.add_row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
-    table.add_row("pass@1+, after repair", *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in (cmp.plus_a, cmp.plus_b)))
+    for label, *shares in cmp.scores:
+        table.add_row(label, *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in shares))
     table.add_row("tasks won", str(len(cmp.a_wins)), str(len(cmp.b_wins)))
     return table

@@ -12,6 +12,7 @@ import difflib
 import html
 from typing import Any, Iterable
 
+from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.reports.comparison import Comparison, significance_note
 from humanevalfix.reports.runs import Run, last_error, money, record_cost, status_of, summary_lines
 
@@ -62,16 +63,14 @@ def diff_html(buggy: str | None, final: str | None) -> str:
     return f"<details open><summary>{changed} changed line(s), blank lines ignored</summary><pre class=\"diff\">{''.join(out)}</pre></details>"
 
 
-def plus_html(r: Any) -> str:
-    """The task's pass@1+ check: the extra inputs tried, the disagreements, and the first (input, expected, got)."""
-    if r.plus is None:
-        return '<span class="muted">not checked</span>' if r.passed else ""
-    tried = f"{r.plus_inputs} input(s)"
-    if r.plus:
-        return f'<span class="pass">yes</span> <span class="muted">{_esc(tried)}, 0 disagree</span>'
-    counted = f"{r.plus_disagreements} of {tried} disagree" if r.plus_disagreements else "disagrees"
-    example = f"<pre>{_esc(r.plus_example)}</pre>" if r.plus_example else ""
-    return f'<span class="fail">no</span> <span class="muted">{_esc(counted)}</span>{example}'
+def score_cells(r: Any) -> str:
+    """The task's cell of each registered scorer that has a column (pass@1+: the extra inputs
+    tried, the disagreements, and the first (input, expected, got))."""
+    return "".join(f"<td>{s.cell(r, r.scores.get(name))}</td>" for name, s in SCORERS.items() if s.column is not None)
+
+
+def score_heads() -> str:
+    return "".join(f"<th>{_esc(s.column)}</th>" for s in SCORERS.values() if s.column is not None)
 
 
 def _kv_table(rows: Iterable[tuple[str, str]]) -> str:
@@ -108,14 +107,14 @@ def run_html(run: Run, png: bytes) -> str:
             f'<td class="num">{"" if cost is None else money(cost)}</td>'
             f"<td>{_esc(r.bug_type)}</td>"
             f'<td class="err">{f"<pre>{_esc(err)}</pre>" if err else ""}</td>'
-            f"<td>{plus_html(r)}</td>"
-            f"<td>{diff_html(run.buggy.get(r.task_id), r.final_code)}</td>"
+            + score_cells(r)
+            + f"<td>{diff_html(run.buggy.get(r.task_id), r.final_code)}</td>"
             "</tr>"
         )
     head = (
         "<tr><th>#</th><th>task</th>" + ("<th>sample</th>" if multi else "")
         + "<th>status</th><th>first try</th><th>iterations</th><th>stop</th><th>tokens</th><th>cost</th>"
-        "<th>bug type</th><th>last error</th><th>pass@1+</th><th>final code vs buggy</th></tr>"
+        "<th>bug type</th><th>last error</th>" + score_heads() + "<th>final code vs buggy</th></tr>"
     )
     c = run.spec
     meta = [
@@ -155,6 +154,8 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
         + row("run", cmp.a.label, cmp.b.label)
         + row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
         + row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
+        # Each registered scorer's row, as in the terminal's comparison table (pass@1+, after repair).
+        + "".join(row(label, *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in shares)) for label, *shares in cmp.scores)
         + row("mean iterations (common tasks)", mean_iters(cmp.a), mean_iters(cmp.b))
         + row("tokens in / out (whole run)", f"{int(cmp.a.summary.get('tokens_in', 0)):,} / {int(cmp.a.summary.get('tokens_out', 0)):,}",
               f"{int(cmp.b.summary.get('tokens_in', 0)):,} / {int(cmp.b.summary.get('tokens_out', 0)):,}")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from humanevalfix.agent.protocols import describe
 from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
+from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, turn_outcomes, turns_text
 from humanevalfix.runspec import RunSpec, from_dict
@@ -164,17 +165,8 @@ def summary_lines(run: Run) -> list[str]:
         f"protocol: {describe(c.protocol.name)}; max iterations {c.agent.max_iters}",
         f"engine: {c.agent.engine}",
         "sandbox: " + sandbox_text(c),
-        f"pass@1 first attempt: {100 * float(s.get('pass_at_1_first', 0)):.1f}%",
-        f"pass@1 after repair: {100 * float(s.get('pass_at_1_final', 0)):.1f}%",
     ]
-    if s.get("pass_at_1_plus_final") is not None:
-        lines.append(
-            f"pass@1+ first / after repair: {100 * float(s.get('pass_at_1_plus_first') or 0):.1f}% / {100 * float(s['pass_at_1_plus_final']):.1f}%"
-            + (f" ({s.get('suspect_hardcoding')} suspect hard-coding)" if s.get("suspect_hardcoding") else "")
-        )
-        source = c.scoring.plus_source or {}
-        if source.get("inputs") == "evalplus-file":
-            lines.append(f"pass@1+ inputs: EvalPlus's file {Path(str(source.get('path'))).name} (sha256 {source.get('sha256')})")
+    lines += scoring.report_lines(scoring.migrated_summary(s), c)  # each registered scorer's lines
     if int(s.get("samples") or 1) > 1:
         for name, key in (("first", "pass_at_k_first"), ("final", "pass_at_k_final")):
             values = s.get(key) or {}

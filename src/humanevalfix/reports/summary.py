@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
@@ -10,15 +9,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from humanevalfix.agent.protocols import describe
+from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary, turns_text
 from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
 from humanevalfix.models.catalog import PROVIDERS
-
-
-def _pct(n: int, total: int) -> str:
-    return f"{n}/{total} ({100.0 * n / total:.1f}%)" if total else "0/0"
 
 
 def _passk(values: dict[str, float]) -> str:
@@ -40,13 +36,9 @@ def summary_table(summary: Summary, spec: RunSpec) -> Table:
         table.add_row("isolation warning", f"[yellow]{escape(sandbox.isolation_warning)}[/]")
     table.add_row("protocol", f"{describe(spec.protocol.name)}; max iterations {spec.agent.max_iters}")
     table.add_row("engine", spec.agent.engine)
-    table.add_row("pass@1, first attempt", _pct(summary.passed_first, summary.tasks))
-    table.add_row("pass@1, after repair", _pct(summary.passed, summary.tasks))
-    if summary.passed_plus is not None and summary.passed_first_plus is not None:
-        # Beside pass@1, not instead: pass@1 is what published tables report.
-        table.add_row("pass@1+, first / after repair", f"{_pct(summary.passed_first_plus, summary.tasks)} / {_pct(summary.passed_plus, summary.tasks)} (passes that also agree with the canonical solution on {_plus_source(spec)})")
-    if summary.suspect_hardcoding:
-        table.add_row("suspect hard-coding", f"{summary.suspect_hardcoding} passing candidate(s) branch on test literals (see suspect_hardcoding per task)")
+    # Each registered scorer's rows, in the order they were registered (the verdict first).
+    for what, value in scoring.table_rows(summary.scores, summary.tasks, spec):
+        table.add_row(what, value)
     if summary.samples > 1:
         table.add_row("samples", f"{summary.samples} independent repair runs per task (unbiased pass@k estimator)")
         table.add_row("pass@k, first attempt", _passk(summary.pass_at_k_first))
@@ -100,11 +92,3 @@ def print_summary(console: Console, summary: Summary, spec: RunSpec, records: Se
         console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")
         for line in lines:
             console.print(f"  {safe(line)}", highlight=False, soft_wrap=True)
-
-
-def _plus_source(spec: RunSpec) -> str:
-    """Which extra inputs gave pass@1+ (config.plus_source, written by `score`; a run's own check: generated)."""
-    source = spec.scoring.plus_source or {}
-    if source.get("inputs") == "evalplus-file":
-        return f"EvalPlus's inputs, {Path(str(source.get('path'))).name} sha256 {str(source.get('sha256'))[:12]}…"
-    return "generated extra inputs"
