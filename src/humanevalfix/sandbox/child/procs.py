@@ -183,18 +183,42 @@ def kill_descendants(root: int, *, reap_children: bool, keep: int | None = None)
         found = [pid for pid in descendants(root) if pid != keep]
         if not found:
             break
+        pidfds = []
         for pid in found:
+            try:
+                pidfds.append(os.pidfd_open(pid))
+            except (AttributeError, OSError):
+                pass
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
             except (ProcessLookupError, PermissionError):
                 pass
+        _await_exits(pidfds, 0.001 if reap_children else 0.005)
         if reap_children:
-            time.sleep(0.001)
             reap()
-        else:
-            time.sleep(0.005)
     return killed
+
+
+def _await_exits(pidfds: list[int], fallback_s: float) -> None:
+    """Until the killed processes have exited (each pidfd turns readable), a moment at most: the
+    scan that follows then finds the orphans they left, with no fixed sleep per run. Without
+    pidfds (Linux before 5.3), the sleep."""
+    if not pidfds:
+        time.sleep(fallback_s)
+        return
+    deadline = time.monotonic() + 0.01  # then the scan again, which kills whatever is left
+    try:
+        waiting = list(pidfds)
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select(waiting, [], [], left)
+            waiting = [fd for fd in waiting if fd not in ready]
+    finally:
+        for fd in pidfds:
+            os.close(fd)
 
 
 def wait_or_kill(pid: int, timeout: float) -> tuple[int, bool]:
