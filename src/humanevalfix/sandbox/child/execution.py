@@ -14,10 +14,14 @@ for the helpers (rewriting.py, assertions.py, restricted.py, judge.py, plaindata
 from __future__ import annotations
 
 import ast
+# base64 and zlib: the pass@1+ check's library decodes its cases with them in every judge; loaded
+# once here by a fork server, they are not loaded again by each judge it forks.
+import base64  # noqa: F401
 import builtins
 import symtable
 import time
 import traceback
+import zlib  # noqa: F401
 from dataclasses import dataclass
 from types import CodeType, ModuleType
 from typing import Any, Callable
@@ -189,14 +193,15 @@ def _wanted(env: Prepared, test: str, support: str, library: Library) -> tuple[s
     for node in ast.walk(ast.parse(test)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
             checked.update(a.id for a in node.args if isinstance(a, ast.Name))
-    own = set(env.builtins_snapshot) | set(env.namespace) | _bound(support, SUPPORT_FILE) | library.bound | _bound(test, TEST_FILE)
-    return tuple(sorted((_global_names(test) - own) | checked))
+    table = symtable.symtable(test, TEST_FILE, "exec")
+    own = set(env.builtins_snapshot) | set(env.namespace) | _bound(support, SUPPORT_FILE) | library.bound | _bound_in(table)
+    return tuple(sorted((_global_names(table) - own) | checked))
 
 
-def _global_names(source: str) -> set[str]:
-    """Every global name the source reads, in any of its scopes."""
+def _global_names(module: symtable.SymbolTable) -> set[str]:
+    """Every global name the module reads, in any of its scopes."""
     found: set[str] = set()
-    stack = [symtable.symtable(source, TEST_FILE, "exec")]
+    stack = [module]
     while stack:
         table = stack.pop()
         top = table.get_type() == "module"
@@ -211,8 +216,11 @@ def _bound(source: str, filename: str) -> set[str]:
     """The names the source binds at module level (defs, classes, imports, assignments)."""
     if not source.strip():
         return set()
-    table = symtable.symtable(source, filename, "exec")
-    return {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    return _bound_in(symtable.symtable(source, filename, "exec"))
+
+
+def _bound_in(module: symtable.SymbolTable) -> set[str]:
+    return {s.get_name() for s in module.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
 
 
 # ---------------------------------------------------------------------------------------------
