@@ -42,6 +42,7 @@ from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.sandbox.child.execution import PRELUDE
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.factory import build_executor, executor_factory
+from humanevalfix.sandbox.jail import forget_layouts
 
 BASELINE = "process (fresh)"
 # (label, sandbox kind, fresh interpreter per run?)
@@ -119,6 +120,7 @@ def scored(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, int, 
     """The scorer's path on the default sandbox, pass@1+ included: (seconds, passes, plus passes).
     The executor's start is counted: a run pays it too. `cache`: where the canonical answers are
     kept (pluscases.CaseStore), as a run keeps them in the user's cache."""
+    forget_layouts()  # what a fresh run pays: the jail's probe finds the interpreter's layout
     start = time.perf_counter()
     executor = build_executor("auto", limits)
     store = CaseStore(cache)

@@ -24,12 +24,14 @@ The harness code (`Jail.wrap`) runs on the host; the probes run a tiny command t
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +158,18 @@ print(json.dumps({"dirs": [d for d in dirs if d], "modules": modules, "executabl
 
 def interpreter_layout(python: str) -> dict[str, Any]:
     """Where `python` (its prefixes, its venv) and its copies of JAIL_IMPORTS live; ValueError
-    naming the cause when it does not run."""
+    naming the cause when it does not run. Asked once per interpreter and process (the probe's
+    jail and the run's both need it); forget_layouts() asks again."""
+    return copy.deepcopy(_layout(python))
+
+
+def forget_layouts() -> None:
+    """What a fresh process would do: run the interpreters again to find their layouts."""
+    _layout.cache_clear()
+
+
+@lru_cache(maxsize=8)
+def _layout(python: str) -> dict[str, Any]:
     script = LAYOUT_SCRIPT.replace("NAMES", repr(JAIL_IMPORTS))
     try:
         proc = subprocess.run([python, "-I", "-c", script], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=probe_env(), cwd="/")
