@@ -272,8 +272,8 @@ def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
                 r["attempts"] = [{k: v for k, v in a.items() if k not in ("latency_s", "exec_s")} for a in r["attempts"]]
             paths[engine] = outcome.results_path
     assert records["langgraph"] == records["builtin"]
-    assert [r["passed"] for r in records["langgraph"]] == [True, True, True]
-    assert [r["passed_first"] for r in records["langgraph"]] == [False, False, False]
+    assert [r["scores"]["verdict"]["passed"] for r in records["langgraph"]] == [True, True, True]
+    assert [r["scores"]["verdict"]["passed_first"] for r in records["langgraph"]] == [False, False, False]
     a, b = load_run(paths["builtin"]), load_run(paths["langgraph"])
     assert "engine: langgraph" in summary_lines(b) and "engine: builtin" in summary_lines(a)
     cmp = compare_runs(a, b)
