@@ -163,24 +163,24 @@ def compile_library(library: str) -> Library:
     return Library(compile(library, LIBRARY_FILE, "exec"), frozenset(_bound(library, LIBRARY_FILE)))
 
 
-def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, wanted: tuple[str, ...] | None = None) -> CompiledTest:
+def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, names: tuple[tuple[str, ...], Library] | None = None) -> CompiledTest:
     """Raises SyntaxError (or ValueError, RecursionError). The fork server does this once per
     distinct (support, test), before forking; `libraries`: those it has compiled already;
-    `wanted`: test_names's answer, when it was asked first."""
-    support, library_text = split_support(support)
-    library = _library(library_text, libraries)
-    if wanted is None:
-        wanted = _wanted(env, test, support, library)
+    `names`: test_names's answer, when it was asked first."""
+    wanted, library = names if names is not None else test_names(env, test, support, libraries)
     code, infos = env.rewriting.rewrite(test)
-    support_code = compile(support, SUPPORT_FILE, "exec") if support.strip() else None
+    own = split_support(support)[0]
+    support_code = compile(own, SUPPORT_FILE, "exec") if own.strip() else None
     return CompiledTest(code, infos, support_code, wanted, library.code)
 
 
-def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> tuple[str, ...]:
-    """The names the test takes from the candidate (the entry point, ...): the first half of
-    compile_test, so the candidate can be loading while the judge compiles. Raises as it does."""
-    support, library_text = split_support(support)
-    return _wanted(env, test, support, _library(library_text, libraries))
+def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> tuple[tuple[str, ...], Library]:
+    """The names the test takes from the candidate (the entry point, ...), and the library found
+    or compiled on the way: the first half of compile_test, so the candidate can be loading while
+    the judge compiles. Raises as it does."""
+    own, library_text = split_support(support)
+    library = _library(library_text, libraries)
+    return _wanted(env, test, own, library), library
 
 
 def _library(text: str, libraries: dict[str, Library] | None) -> Library:
@@ -268,9 +268,9 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
     try:
         if compiled is None:
             # The candidate loads its code while the judge compiles the test.
-            wanted = test_names(env, run.test, run.support, libraries)
-            channel.send_load(run.code, list(wanted), run.workdir, run.limits, run.out_fd)
-            compiled = compile_test(env, run.test, run.support, libraries, wanted)
+            names = test_names(env, run.test, run.support, libraries)
+            channel.send_load(run.code, list(names[0]), run.workdir, run.limits, run.out_fd)
+            compiled = compile_test(env, run.test, run.support, libraries, names)
         else:
             channel.send_load(run.code, list(compiled.wanted), run.workdir, run.limits, run.out_fd)
     except fault:
