@@ -129,28 +129,40 @@ def scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
 # ---------------------------------------------------------------- the map, for every scorer
 
 
-def entries(c: Candidates) -> dict[str, Entry]:
-    """Every registered scorer's entry for a task's candidates."""
+def _collect(call: Callable[[Scorer], Entry | None]) -> dict[str, Entry]:
+    """Each registered scorer's entry from `call`, in registration order (None: it has none)."""
     out = {}
     for name, s in SCORERS.items():
-        entry = s.entry(c)
+        entry = call(s)
         if entry is not None:
             out[name] = dict(entry)
     return out
 
 
-def migrated(raw: Mapping[str, Any]) -> dict[str, Entry]:
-    """A stored record's map: as written, or (before the map) made from its flat fields. Entries of
-    scorers not registered here (a plugin not installed) are kept as they are."""
+def _stored_or(raw: Mapping[str, Any], migrate: Callable[[Scorer], Entry | None]) -> dict[str, Entry]:
+    """The map as written, or (before the map) one made by each scorer from the flat fields.
+    Entries of scorers not registered here (a plugin not installed) are kept as they are."""
     stored = raw.get("scores")
     if isinstance(stored, Mapping):
         return {str(k): dict(v) for k, v in stored.items() if isinstance(v, Mapping)}
-    out = {}
+    return _collect(migrate)
+
+
+def _flat(call: Callable[[Scorer, Entry | None], Mapping[str, Any]], scores: Mapping[str, Entry]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for name, s in SCORERS.items():
-        entry = s.migrate(raw)
-        if entry is not None:
-            out[name] = dict(entry)
+        out.update(call(s, scores.get(name)))
     return out
+
+
+def entries(c: Candidates) -> dict[str, Entry]:
+    """Every registered scorer's entry for a task's candidates."""
+    return _collect(lambda s: s.entry(c))
+
+
+def migrated(raw: Mapping[str, Any]) -> dict[str, Entry]:
+    """A stored record's map (see _stored_or)."""
+    return _stored_or(raw, lambda s: s.migrate(raw))
 
 
 def legacy_keys() -> set[str]:
@@ -158,31 +170,16 @@ def legacy_keys() -> set[str]:
 
 
 def flat_fields(scores: Mapping[str, Entry]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, s in SCORERS.items():
-        out.update(s.flat(scores.get(name)))
-    return out
+    return _flat(lambda s, entry: s.flat(entry), scores)
 
 
 def summarize(records: Sequence[Any]) -> dict[str, Entry]:
-    out = {}
-    for name, s in SCORERS.items():
-        entry = s.summarize(records)
-        if entry is not None:
-            out[name] = dict(entry)
-    return out
+    return _collect(lambda s: s.summarize(records))
 
 
 def migrated_summary(raw: Mapping[str, Any]) -> dict[str, Entry]:
-    stored = raw.get("scores")
-    if isinstance(stored, Mapping):
-        return {str(k): dict(v) for k, v in stored.items() if isinstance(v, Mapping)}
-    out = {}
-    for name, s in SCORERS.items():
-        entry = s.migrate_summary(raw)
-        if entry is not None:
-            out[name] = dict(entry)
-    return out
+    """A stored summary's map (see _stored_or)."""
+    return _stored_or(raw, lambda s: s.migrate_summary(raw))
 
 
 def legacy_summary_keys() -> set[str]:
@@ -190,10 +187,7 @@ def legacy_summary_keys() -> set[str]:
 
 
 def summary_flat(scores: Mapping[str, Entry]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, s in SCORERS.items():
-        out.update(s.summary_flat(scores.get(name)))
-    return out
+    return _flat(lambda s, entry: s.summary_flat(entry), scores)
 
 
 def table_rows(scores: Mapping[str, Entry], tasks: int, spec: RunSpec) -> list[tuple[str, str]]:
