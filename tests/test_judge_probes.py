@@ -439,6 +439,64 @@ for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(),
     assert result.passed, result
 
 
+# The processes a candidate outlives are its zygote (its parent), the server (the zygote's
+# parent) and the server's other children (the next run's judge): only those are targeted, so
+# under `process` too it never reaches the host's own processes.
+_OUTLIVED = """
+import os, resource
+def parent(pid):
+    with open(f'/proc/{pid}/stat') as fh:
+        return int(fh.read().rsplit(')', 1)[1].split()[1])
+zygote = os.getppid()
+server = parent(zygote)
+targets = {zygote, server}
+for name in os.listdir('/proc'):
+    try:
+        if name.isdigit() and int(name) != os.getpid() and parent(int(name)) == server:
+            targets.add(int(name))
+    except OSError:
+        pass
+"""
+
+LOWER_EVERYTHING = _OUTLIVED + """
+for pid in targets:
+    for which, value in ((resource.RLIMIT_AS, 64 << 20), (resource.RLIMIT_NOFILE, 8), (resource.RLIMIT_CPU, 1), (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_STACK, 1 << 20)):
+        try:
+            resource.prlimit(pid, which, (value, value))
+        except (OSError, ValueError):
+            pass
+    for change in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19), lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)), lambda: os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))})):
+        try:
+            change()
+        except OSError:
+            pass
+"""
+
+# What a candidate inherits from the processes above it, as it prints it.
+SHOW_INHERITED = """
+print(sorted(resource.getrlimit(w) for w in (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_STACK)), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)))
+"""
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "docker", "unshare", "process"])
+def test_nothing_a_run_does_to_the_processes_it_outlives_reaches_the_next(kind: str) -> None:
+    """A candidate may lower the rlimits, priority, scheduling policy and CPU set of its zygote,
+    the server and the next run's judge (same user: no privilege needed), and none of them can
+    raise them back: the server sees the change and retires, and the next run, on a fresh
+    server, inherits what the first did. Its answer needs memory and files the lowered limits
+    would refuse."""
+    ex = executor(kind)
+    show = program("import os, resource" + SHOW_INHERITED, ANSWER["right"])
+    before = ex.run(show, TEST)
+    assert before.passed, before
+    assert ex.run(program(LOWER_EVERYTHING, ANSWER["right"]), TEST).passed
+    needy = program("import tempfile\nblock = bytearray(200 << 20)\nfiles = [tempfile.TemporaryFile() for _ in range(20)]", ANSWER["right"])
+    result = ex.run(needy, TEST)
+    assert result.passed, result
+    after = ex.run(show, TEST)
+    assert after.passed and after.output == before.output, (before.output, after.output)
+
+
 def test_a_huge_test_costs_its_own_run_not_the_next() -> None:
     """The fork server compiles a test for later runs only up to CACHE_LIMIT: a 2 MB test is
     compiled by its own run's judge, on its own clock, and the next run is as fast as ever."""

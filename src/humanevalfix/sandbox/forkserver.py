@@ -8,8 +8,9 @@ run, forked ahead of it: the judge (from the server: the test, the result pipe) 
 (from the zygote: the model's code, stdout+stderr and a socket to the judge, nothing else); both
 enter a fresh work dir, set their rlimits and drop their capabilities. The server waits for the
 judge (killing its process group at the time limit), kills whatever the run left behind, wipes
-its files and replies; a reply that says `retire` (the candidate killed the zygote) ends that
-server, and the next run starts a new one.
+its files and replies; a reply that says `retire` (the candidate killed the zygote, or lowered
+the limits or priority of a process that outlives it) ends that server, and the next run starts a
+new one.
 
 The isolation is the jail's, as for the fresh-interpreter path; under bwrap and unshare the
 server is the init of its PID namespace, so nothing the candidate runs can signal it. The

@@ -77,6 +77,29 @@ def apply_limits(limits: dict[str, int]) -> None:
         resource.setrlimit(which, (cap, cap))
 
 
+RLIMITS = tuple(sorted({getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}))
+
+
+def traits(pid: int) -> tuple[Any, ...] | None:
+    """What a process hands down to every process it forks and what another process of the
+    same user may change without any privilege: its rlimits (prlimit), nice value, scheduling
+    policy and CPU affinity. None when it cannot be read (gone).
+
+    A candidate runs as the same user as the server, the zygote and the next run's judge, so it
+    can lower their limits or priority, and every later run would inherit them: the server
+    compares these after each run (`tampered`) and retires when they changed."""
+    try:
+        limits = tuple(resource.prlimit(pid, which) for which in RLIMITS)
+        return limits, os.getpriority(os.PRIO_PROCESS, pid), os.sched_getscheduler(pid), frozenset(os.sched_getaffinity(pid))
+    except OSError:
+        return None
+
+
+def tampered(expected: dict[int, tuple[Any, ...] | None]) -> bool:
+    """Whether any of these processes (pid -> traits at their start) has other traits now."""
+    return any(traits(pid) != before for pid, before in expected.items())
+
+
 def flush_std() -> None:
     """Flush stdout and stderr, whatever state the code left them in."""
     for stream in (sys.stdout, sys.stderr):

@@ -6,7 +6,8 @@ ahead of the request and joined by a socket pair. It waits for the judge (killin
 the time limit), kills every process the run left behind (the zygote excepted, and woken: a
 candidate may have stopped it), wipes the run's files and replies. A run after which the zygote
 is gone retires the server (`retire` in the reply): a zygote forked again from here would hold
-the tests the server has seen. How the two processes share a run: runner.py.
+the tests the server has seen. So does one after which the server's or the zygote's limits or
+priority changed (procs.traits): nothing here may raise them back. How the two processes share a run: runner.py.
 
 Standard library only: loaded by file path by runner.py, which hands itself over as `runner`
 (its helpers: prepare, judge_run, become_candidate, report, procs, execution).
@@ -298,6 +299,8 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
     mounts = procs.mount_points() if private else frozenset()
     send(sock, {"ready": True, "pid": os.getpid()})
     me = os.getpid()
+    # What a candidate could change in the processes that outlive its run (procs.traits).
+    watched = {pid: procs.traits(pid) for pid in (me, zygote.pid)}
     count = 0
     tests = Tests()
     while True:
@@ -337,8 +340,10 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
                 procs.wipe(shared, mounts)
             procs.remove_ipc()
         # A run whose candidate killed the zygote (or that had none) ends this server after its
-        # reply: a zygote forked again from here would hold the tests seen so far.
-        retire = candidate_pid is None or not zygote.alive()
+        # reply: a zygote forked again from here would hold the tests seen so far. So does one
+        # that lowered the limits or the priority of the server or the zygote: no process here
+        # may raise them again, and every later run would inherit them.
+        retire = candidate_pid is None or not zygote.alive() or procs.tampered(watched)
         if note is None:
             if os.WIFEXITED(status) and os.WEXITSTATUS(status) == HARNESS_GONE:
                 if not private:
