@@ -408,9 +408,21 @@ def test_the_tasks_own_helpers_are_the_judges_not_the_candidates() -> None:
     assert ex.run(honest, test, support).passed
 
 
+# The kernel's keyrings that outlive a process: the user's, the user-session one and the
+# persistent one (x86_64 syscall numbers; `keyctl(-1, ...)` is add_key).
+KEYS = """
+import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+def keyctl(op, *args):
+    return libc.syscall(248, *args) if op == -1 else libc.syscall(250, op, *args)
+rings = [-4, -5, keyctl(22, -1, -2)] if platform.machine() == 'x86_64' else []
+"""
+
+
 @pytest.mark.parametrize("kind", ISOLATED_FS)
 def test_nothing_a_run_writes_is_seen_by_the_next(kind: str) -> None:
-    """One candidate writes a file into every writable place it can find; the next finds none."""
+    """One candidate writes a file into every writable place it can find, and a key into every
+    keyring that outlives it; the next finds none."""
     ex = executor(kind)
     writer = program(
         """
@@ -421,6 +433,11 @@ for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(),
             fh.write('x' * 1000)
     except OSError:
         pass
+""" + KEYS + """
+for ring in rings:
+    keyctl(-1, b'user', b'hefix-left-behind', b'x' * 100, 100, ring)  # add_key
+for ring in rings:
+    keyctl(5, ring, 0)  # KEYCTL_SETPERM: none, not even for its owner, so that none can clear it
 """,
         ANSWER["right"],
     )
@@ -430,6 +447,10 @@ import os
 for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(), os.path.expanduser('~')):
     if os.path.exists(os.path.join(root, 'hefix-left-behind')):
         return 'found in ' + root
+""" + KEYS + """
+for ring in rings:
+    if keyctl(10, ring, b'user', b'hefix-left-behind', 0) > 0:  # KEYCTL_SEARCH
+        return 'found in keyring %d' % ring
 """,
         ANSWER["right"],
     )

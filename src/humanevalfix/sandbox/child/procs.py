@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import re
 import resource
 import select
@@ -353,3 +354,28 @@ def remove_ipc() -> None:
                     LIBC.semctl(int(fields[1]), 0, 0)  # IPC_RMID
                 else:
                     getattr(LIBC, ctl)(int(fields[1]), 0, None)
+
+
+# The kernel's keyrings outlive processes: a key a candidate adds to its user's keyring is there
+# for the next candidate (the same uid in the same user namespace). keyctl has no libc wrapper.
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+KEYCTL_GET_PERSISTENT, KEYCTL_READ = 22, 11
+KEY_SPEC_PROCESS_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -2, -4, -5
+
+
+def keys_left() -> bool:
+    """Whether the user's keyrings every later process shares (user, user-session, persistent)
+    hold a key, or cannot be read (a candidate may take the permissions away). Only for a sandbox
+    with its own user namespace: elsewhere these are the host user's own keyrings."""
+    if SYS_KEYCTL is None:
+        return False
+    rings = [KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING]
+    persistent = LIBC.syscall(SYS_KEYCTL, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)
+    if persistent > 0:
+        rings.append(persistent)
+    for ring in rings:
+        size = LIBC.syscall(SYS_KEYCTL, KEYCTL_READ, ring, None, 0)
+        if size > 0 or (size < 0 and ctypes.get_errno() not in (1, 38, 95)):  # EPERM (seccomp), ENOSYS, EOPNOTSUPP
+            return True
+    return False
+

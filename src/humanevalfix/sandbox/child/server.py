@@ -344,6 +344,9 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
         # that lowered the limits or the priority of the server or the zygote: no process here
         # may raise them again, and every later run would inherit them.
         retire = candidate_pid is None or not zygote.alive() or procs.tampered(watched)
+        # Keys in the user's keyrings would be seen by every later candidate; only a new
+        # sandbox (a new user namespace) is sure to have none.
+        retire = retire or (private and procs.keys_left())
         if note is None:
             if os.WIFEXITED(status) and os.WEXITSTATUS(status) == HARNESS_GONE:
                 if not private:
