@@ -921,6 +921,25 @@ def test_concurrent_runs_from_several_threads(ex: Any) -> None:
     assert [r.status for r in results] == ["passed", "failed"] * 3
 
 
+def test_honest_runs_keep_their_warm_server(ex: Any) -> None:
+    """Passing, failing, printing, raising and file-writing runs never retire a fork server:
+    its retirement checks (a dead zygote, lowered limits, keys left) catch attacks only."""
+    if not ex.warm:
+        pytest.skip("a fresh interpreter per run: no server to keep")
+    ex.run(GOOD, TEST)
+    starts = ex.starts
+    runs = [
+        (GOOD, TEST),
+        ("def f(x):\n    return x\n", TEST),
+        ("def f(x):\n    print('héllo', x)\n    return x + 1\n", TEST),
+        ("def f(x):\n    raise ValueError('no')\n", TEST),
+        ("def f(x):\n    with open('scratch.txt', 'w') as fh:\n        fh.write('x')\n    return x + 1\n", TEST),
+    ]
+    results = [ex.run(code, test) for code, test in runs]
+    assert [r.status for r in results] == ["passed", "failed", "passed", "failed", "passed" if not restricted(ex) else "failed"], results
+    assert ex.starts == starts
+
+
 @pytest.mark.parametrize("kind", ["bwrap", "unshare", "process", "restricted", "docker"])
 def test_close_leaves_no_process_and_no_temp_dir(kind: str) -> None:
     executor = build_executor(kind, Limits(timeout_s=TIMEOUT))

@@ -359,23 +359,30 @@ def remove_ipc() -> None:
 # The kernel's keyrings outlive processes: a key a candidate adds to its user's keyring is there
 # for the next candidate (the same uid in the same user namespace). keyctl has no libc wrapper.
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
-KEYCTL_GET_PERSISTENT, KEYCTL_READ = 22, 11
+KEYCTL_GET_KEYRING_ID, KEYCTL_GET_PERSISTENT, KEYCTL_READ = 0, 22, 11
 KEY_SPEC_PROCESS_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -2, -4, -5
 
 
 def keys_left() -> bool:
     """Whether the user's keyrings every later process shares (user, user-session, persistent)
     hold a key, or cannot be read (a candidate may take the permissions away). Only for a sandbox
-    with its own user namespace: elsewhere these are the host user's own keyrings."""
+    with its own user namespace: elsewhere these are the host user's own keyrings. The links
+    the kernel makes between them (user-session -> user) are not keys."""
     if SYS_KEYCTL is None:
         return False
-    rings = [KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING]
-    persistent = LIBC.syscall(SYS_KEYCTL, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)
-    if persistent > 0:
-        rings.append(persistent)
-    for ring in rings:
-        size = LIBC.syscall(SYS_KEYCTL, KEYCTL_READ, ring, None, 0)
-        if size > 0 or (size < 0 and ctypes.get_errno() not in (1, 38, 95)):  # EPERM (seccomp), ENOSYS, EOPNOTSUPP
+    user = _keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)
+    if user < 0:
+        return ctypes.get_errno() not in (1, 38, 95)  # no keyrings here: EPERM (docker's seccomp), ENOSYS, EOPNOTSUPP
+    session = _keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 1)
+    persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)  # < 0: not in this kernel
+    own = {ring for ring in (user, session, persistent) if ring > 0}
+    buf = (ctypes.c_int32 * 64)()
+    for ring in own:
+        size = _keyctl(KEYCTL_READ, ring, buf, ctypes.sizeof(buf))
+        if size < 0 or size > ctypes.sizeof(buf) or any(buf[i] not in own for i in range(size // 4)):
             return True
     return False
 
+
+def _keyctl(op: int, *args: Any) -> int:
+    return int(LIBC.syscall(SYS_KEYCTL, op, *args))
