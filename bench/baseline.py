@@ -20,41 +20,54 @@ finished yet (stop with Ctrl-C: the summary covers the tasks both sides finished
 `--baseline-from FILE` takes the plain prompt's side from an earlier run's `--out` file of the
 same model (the plain prompt is greedy: the same replies again, at the cost of hours on a CPU);
 with both, no model is started.
+
+The tasks run through the package's run engine (evaluation/runloop.py), as eval's do: this script
+gives it the per-task function (`Sides.row`: both sides of one task) and what to keep (the row,
+`--out` rewritten); the engine's Ctrl-C and SIGTERM handling, its grace period for the task in
+flight, and its rule that a task stopped half-way counts nowhere are eval's. `--out` is held with
+eval's run lock (evaluation/runlock.py), so two runs cannot write one file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 import time
-from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping
 
-from humanevalfix.evaluation import dataset as ds
-from humanevalfix.agent import ToolMode
-from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
-from humanevalfix.models.client import ChatModel, ChatRequest, RetryPolicy
+from humanevalfix.agent import AgentSettings, ToolMode
 from humanevalfix.agent.codecheck import check_candidate
-from humanevalfix.errors import ModelCallError, UserError
-from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.models.presets import load_presets, resolve
-from humanevalfix.models.providers import open_endpoint
-from humanevalfix.evaluation.runner import run_task
-from humanevalfix.sandbox.factory import build_executor
-from humanevalfix.evaluation.scorer import score_code
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
 from humanevalfix.agent.toolcalls import extract_calls, first_usable
+from humanevalfix.errors import ModelCallError, UserError
+from humanevalfix.evaluation import dataset as ds
+from humanevalfix.evaluation.results import write_atomic
+from humanevalfix.evaluation.runlock import run_lock
+from humanevalfix.evaluation.runloop import WORKER_PREFIX, Abort, LoopEnd, TaskLoop, run_loop
+from humanevalfix.evaluation.runner import run_task
+from humanevalfix.evaluation.scorer import score_code
+from humanevalfix.evaluation.stopping import GRACE_S, workers_still_running
+from humanevalfix.models.client import ChatModel, ChatRequest, RetryPolicy
+from humanevalfix.models.presets import Preset, load_presets, resolve
+from humanevalfix.models.providers import open_endpoint
 from humanevalfix.runspec import AgentSpec, ModelSpec, ProtocolSpec, agent_settings, from_dict
+from humanevalfix.sandbox.executor import Executor, Limits
+from humanevalfix.sandbox.factory import executor_factory
+from humanevalfix.sandbox.pool import ExecutorPool
 
 BASELINE_MAX_TOKENS = 768
 LIVE_POLL_S = 30.0
+EXIT_ABORTED = 4  # as eval's aborted run (README, "Exit codes"): --out could not be written
 
 
-@dataclass
+@dataclass(frozen=True)
 class Row:
     task_id: str
     baseline_passed: bool
@@ -82,6 +95,7 @@ def baseline_prompt(task: ds.Task, protocol: str = DEFAULT_PROTOCOL) -> str:
 
 
 def run_baseline(task: ds.Task, model: ChatModel, executor: Executor, protocol: str = DEFAULT_PROTOCOL) -> tuple[bool, bool, float, int, str]:
+    """The plain prompt's side of one task: passed (cleaned), passed as written, seconds, tokens out, the reply."""
     start = time.monotonic()
     reply = model.chat(
         ChatRequest(
@@ -142,6 +156,72 @@ def agent_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOCOL)
     return {r["task_id"]: r for r in records if r.get("sample", 0) == 0 and not r.get("error")}
 
 
+@dataclass(frozen=True)
+class AgentSide:
+    """The agent's side from a results file, or from the stream (.jsonl) of a run in progress."""
+
+    path: Path
+    model_id: str
+    protocol: str
+    rows: Mapping[str, dict[str, Any]]
+
+    @classmethod
+    def read(cls, path: Path, model_id: str, protocol: str) -> "AgentSide":
+        return cls(path, model_id, protocol, agent_rows_from(path, model_id, protocol))
+
+    @property
+    def live(self) -> bool:
+        return self.path.suffix == ".jsonl"
+
+    def record(self, task_id: str, stop: threading.Event) -> dict[str, Any] | None:
+        """The task's record; from a run in progress once it has finished the task (None: the
+        bench was stopped while it waited)."""
+        rows = self.rows
+        while task_id not in rows:
+            print(f"{task_id}: waiting for the agent run to finish it", file=sys.stderr, flush=True)
+            if stop.wait(LIVE_POLL_S):
+                return None
+            rows = agent_rows_from(self.path, self.model_id, self.protocol)
+        return rows[task_id]
+
+
+@dataclass(frozen=True)
+class Sides:
+    """Where each side of a task comes from: a file, or a run here (the model, when one is open)."""
+
+    protocol: str
+    executor: Executor
+    earlier: Mapping[str, Row]  # --baseline-from
+    agent: AgentSide | None  # --agent-results
+    model: ChatModel | None = None
+    settings: AgentSettings | None = None
+    mode: ToolMode | None = None
+
+    def row(self, task: ds.Task, stop: threading.Event) -> Row | None:
+        """Both sides of one task (the engine's per-task function); None when the bench was
+        stopped before the task finished: it counts nowhere, as in eval."""
+        rec = self.agent.record(task.task_id, stop) if self.agent is not None else None
+        if self.agent is not None and rec is None:
+            return None
+        row = self.earlier[task.task_id] if task.task_id in self.earlier else self._plain(task)
+        if rec is not None:
+            return replace(row, agent_passed=rec["passed"], agent_passed_first=rec["passed_first"], agent_iterations=rec["iterations"], agent_s=rec["wall_s"])
+        assert self.model is not None and self.settings is not None and self.mode is not None  # a model runs the agent
+        record, _ = run_task(task, self.model, self.executor, self.settings, self.mode, stop)
+        if record.stop_reason == "interrupted":
+            return None
+        return replace(row, agent_passed=record.passed, agent_passed_first=record.passed_first, agent_iterations=record.iterations, agent_s=record.wall_s)
+
+    def _plain(self, task: ds.Task) -> Row:
+        assert self.model is not None  # opened whenever a task has no earlier plain side
+        try:
+            passed, passed_raw, seconds, tokens, reply = run_baseline(task, self.model, self.executor, self.protocol)
+        except ModelCallError as exc:
+            print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
+            passed, passed_raw, seconds, tokens, reply = False, False, 0.0, 0, ""
+        return Row(task.task_id, passed, seconds, tokens, passed_raw, reply)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset-path", help="default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy")
@@ -155,12 +235,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--protocol", choices=tuple(PROTOCOLS), default=DEFAULT_PROTOCOL, help=f"what both sides see, as in eval (default {DEFAULT_PROTOCOL})")
     p.add_argument("--out", type=Path, help="write per-task rows and the summary as JSON")
     args = p.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)  # a `kill` ends it like Ctrl-C: with the summary
+    old = signal.signal(signal.SIGTERM, _interrupt)  # a `kill` while it sets up ends it like Ctrl-C too
     try:
-        return _run(args)
+        code = _run(args)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if workers_still_running(WORKER_PREFIX):
+        # A model call outlived the engine's grace period: leave without joining it, as eval does.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -171,75 +259,81 @@ def _run(args: argparse.Namespace) -> int:
     data = ds.load(ds.resolve_path(args.dataset_path))
     tasks = ds.select(data.tasks, [t.strip() for t in args.tasks.split(",")] if args.tasks else None, args.limit)
     preset = resolve(args.model, presets=load_presets())
-    agent_from_file = agent_rows_from(args.agent_results, preset.model, args.protocol) if args.agent_results else None
+    agent = AgentSide.read(args.agent_results, preset.model, args.protocol) if args.agent_results else None
     print(f"protocol: {describe(args.protocol)}", file=sys.stderr, flush=True)
-    live = args.agent_results is not None and args.agent_results.suffix == ".jsonl"
-    if agent_from_file is not None and not live:
-        missing = [t.task_id for t in tasks if t.task_id not in agent_from_file]
+    if agent is not None and not agent.live:
+        missing = [t.task_id for t in tasks if t.task_id not in agent.rows]
         if missing:
             raise UserError(f"--agent-results {args.agent_results}: no record for {', '.join(missing[:5])}")
-    earlier = baseline_rows_from(args.baseline_from, preset.model, args.protocol) if args.baseline_from else {}
-    executor = build_executor("auto", Limits())
     rows: list[Row] = []
     started = time.monotonic()
-    need_model = agent_from_file is None or any(t.task_id not in earlier for t in tasks)
-    try:
-        with open_endpoint(preset, ds.oracle_answers(tasks), RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) if need_model else nullcontext() as endpoint:
-            if endpoint is not None:  # without one, both sides come from files: no agent runs
-                # Built as eval builds them: the preset's seed and the default engine included.
-                settings = agent_settings(ModelSpec.of(endpoint.preset), ProtocolSpec.named(args.protocol), AgentSpec(max_iters=args.max_iters))
-                mode = ToolMode(endpoint.preset.native_tools)
-            stop = threading.Event()  # never set: Ctrl-C ends the loop below instead
-            for i, task in enumerate(tasks, 1):
-                rec: dict[str, Any] | None = None
-                if agent_from_file is not None:
-                    while live and task.task_id not in agent_from_file:
-                        # A run in progress: wait until it has finished this task.
-                        print(f"{task.task_id}: waiting for the agent run to finish it", file=sys.stderr, flush=True)
-                        time.sleep(LIVE_POLL_S)
-                        agent_from_file = agent_rows_from(args.agent_results, preset.model, args.protocol)
-                    rec = agent_from_file[task.task_id]
-                if task.task_id in earlier:
-                    row = earlier[task.task_id]
-                else:
-                    try:
-                        passed, passed_raw, seconds, tokens, reply = run_baseline(task, endpoint.model, executor, args.protocol)
-                    except ModelCallError as exc:
-                        print(f"{task.task_id}: baseline call failed: {exc}", file=sys.stderr)
-                        passed, passed_raw, seconds, tokens, reply = False, False, 0.0, 0, ""
-                    row = Row(task.task_id, passed, seconds, tokens, passed_raw, reply)
-                if rec is not None:
-                    row.agent_passed, row.agent_passed_first = rec["passed"], rec["passed_first"]
-                    row.agent_iterations, row.agent_s = rec["iterations"], rec["wall_s"]
-                else:
-                    record, _ = run_task(task, endpoint.model, executor, settings, mode, stop)
-                    row.agent_passed, row.agent_passed_first = record.passed, record.passed_first
-                    row.agent_iterations, row.agent_s = record.iterations, record.wall_s
-                rows.append(row)
-                if args.out:
-                    write_out(args.out, summarize(rows, preset.model, args, time.monotonic() - started), rows)
-                print(
-                    f"[{i}/{len(tasks)}] {task.task_id:12} baseline {'PASS' if row.baseline_passed else 'fail'} ({row.baseline_s:.0f}s)"
-                    f"  agent {'PASS' if row.agent_passed else 'fail'} ({row.agent_iterations} turns, {row.agent_s or 0:.0f}s)",
-                    flush=True,
-                )
-    except KeyboardInterrupt:
-        print(f"interrupted after {len(rows)} tasks; the summary covers those", file=sys.stderr)
-    finally:
-        executor.close()
-    summary = summarize(rows, preset.model, args, time.monotonic() - started)
-    print_summary(summary)
-    if args.out:
-        write_out(args.out, summary, rows)
+    end = LoopEnd("interrupted")  # until the loop has run: a stop while the model starts
+    with run_lock(*([args.out] if args.out else [])):  # one run per --out, as eval's results file
+        earlier = baseline_rows_from(args.baseline_from, preset.model, args.protocol) if args.baseline_from else {}
+        pool = ExecutorPool(executor_factory("auto", Limits()), 1)
+        try:
+            with _sides(args, preset, tasks, Sides(args.protocol, pool, earlier, agent)) as sides:
+                end = _run_tasks(tasks, sides, rows, args, preset.model, started)
+        except KeyboardInterrupt:
+            pass  # before the first task (the model starting): nothing ran
+        finally:
+            pool.close()
+        if end.status == "interrupted":
+            print(f"interrupted after {len(rows)} tasks; the summary covers those", file=sys.stderr)
+        summary = summarize(rows, preset.model, args, time.monotonic() - started)
+        print_summary(summary)
+        if args.out and end.status != "aborted":
+            write_out(args.out, summary, rows)
+    if end.status == "aborted":
+        print(f"error: run stopped: {end.problem}", file=sys.stderr)
+        return EXIT_ABORTED
     return 0
 
 
+@contextmanager
+def _sides(args: argparse.Namespace, preset: Preset, tasks: list[ds.Task], from_files: Sides) -> Iterator[Sides]:
+    """`from_files`, with the model open when a side must run here (none when both come from files)."""
+    if from_files.agent is not None and all(t.task_id in from_files.earlier for t in tasks):
+        yield from_files
+        return
+    with open_endpoint(preset, ds.oracle_answers(tasks), RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) as endpoint:
+        # Built as eval builds them: the preset's seed and the default engine included.
+        settings = agent_settings(ModelSpec.of(endpoint.preset), ProtocolSpec.named(args.protocol), AgentSpec(max_iters=args.max_iters))
+        yield replace(from_files, model=endpoint.model, settings=settings, mode=ToolMode(endpoint.preset.native_tools))
+
+
+def _run_tasks(tasks: list[ds.Task], sides: Sides, rows: list[Row], args: argparse.Namespace, model_id: str, started: float) -> LoopEnd:
+    """Every task through the engine's loop, one at a time; each row kept (and --out rewritten) as it finishes."""
+    stop = threading.Event()
+
+    def keep(row: Row | None) -> bool:
+        if row is None:
+            return False  # stopped half-way: counts nowhere
+        rows.append(row)
+        if args.out:
+            try:
+                write_out(args.out, summarize(rows, model_id, args, time.monotonic() - started), rows)
+            except OSError as exc:
+                raise Abort(f"cannot write {args.out}: {exc.strerror or exc}") from None
+        return True
+
+    def look(row: Row | None) -> None:
+        assert row is not None  # only kept rows are looked at
+        print(
+            f"[{len(rows)}/{len(tasks)}] {row.task_id:12} baseline {'PASS' if row.baseline_passed else 'fail'} ({row.baseline_s:.0f}s)"
+            f"  agent {'PASS' if row.agent_passed else 'fail'} ({row.agent_iterations} turns, {row.agent_s or 0:.0f}s)",
+            flush=True,
+        )
+
+    def interrupted() -> None:
+        print(f"interrupted: finishing the task in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now)", file=sys.stderr, flush=True)
+
+    return run_loop(tasks, TaskLoop(lambda task: sides.row(task, stop), keep, look, interrupted), stop)
+
+
 def write_out(path: Path, summary: dict[str, Any], rows: list[Row]) -> None:
-    """Rewritten after every task, so a stopped run still leaves its rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
-    tmp.replace(path)
+    """Rewritten after every task (atomically, as eval's results file), so a stopped run still leaves its rows."""
+    write_atomic(path, {"summary": summary, "rows": [asdict(r) for r in rows]})
 
 
 def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: float) -> dict[str, Any]:

@@ -40,7 +40,6 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -50,6 +49,7 @@ from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import read_stream
 from humanevalfix.evaluation.results import load_results
+from humanevalfix.evaluation.runloop import LoopEnd, TaskLoop, run_loop
 from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset, load_presets, resolve
 from humanevalfix.runspec import from_dict
@@ -328,10 +328,12 @@ def _run(args: argparse.Namespace) -> int:
         traces.mkdir(parents=True, exist_ok=True)
         print(f"{len(todo)} tasks to fix ({len(earlier)} recorded); fix {shlex.join(opts)}", file=sys.stderr, flush=True)
         try:
-            _fix_all(todo, opts, work, traces, scorer, children, args, writer, rows)
-            if args.run_eval:
+            end = _fix_all(todo, opts, work, traces, scorer, children, args, writer, rows)
+            if end.status != "complete":
+                print(f"{end.status}; the summary covers the {len(rows)} tasks finished" + (f" ({end.problem})" if end.problem else ""), file=sys.stderr)
+            elif args.run_eval:
                 eval_side = _eval_for(tasks, opts, args, eval_out, preset.model)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # while the eval side runs
             print(f"interrupted; the summary covers the {len(rows)} tasks finished", file=sys.stderr)
     if eval_side is not None:
         settings.update(eval_from=eval_side.source, eval_docstring=eval_side.docstring, eval_max_iters=eval_side.max_iters)
@@ -351,34 +353,35 @@ def _checked(row: Row, task: ds.Task, task_set: str) -> Row:
     return replace(row, applies=ok, extras=extras)
 
 
-def _fix_all(todo: list[ds.Task], opts: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, args: argparse.Namespace, writer: RowStream, rows: dict[str, Row]) -> None:
-    total, lock = len(rows) + len(todo), threading.Lock()
+def _fix_all(todo: list[ds.Task], opts: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, args: argparse.Namespace, writer: RowStream, rows: dict[str, Row]) -> LoopEnd:
+    """Every task through the package's run engine (evaluation/runloop.py), --workers at a time. The
+    fix processes take no stop event: a Ctrl-C or SIGTERM ends them (Children.kill_all), and the
+    tasks they were on count nowhere (--resume runs them again)."""
+    total = len(rows) + len(todo)
 
-    def one(task: ds.Task) -> None:
-        if args.set == "helper":
-            row = helper_task(task, args.mode, opts, work, traces, scorer, children, args.task_timeout)
-        else:
-            row = fix_task(task, opts, work, traces, scorer, children, args.task_timeout)
-        with lock:
-            if children.stopped:
-                return  # killed by the bench, not finished: --resume runs it again
-            writer.append(row)
-            rows[task.task_id] = row
-            print(
-                f"[{len(rows)}/{total}] {task.task_id:12} fix exit {row.fix_exit}, {'PASS' if row.fix_passed else 'fail'}"
-                f" ({row.turns} turns, {row.wall_s:.0f}s)",
-                flush=True,
-            )
+    def one(task: ds.Task) -> Row | None:
+        try:
+            if args.set == "helper":
+                row = helper_task(task, args.mode, opts, work, traces, scorer, children, args.task_timeout)
+            else:
+                row = fix_task(task, opts, work, traces, scorer, children, args.task_timeout)
+        except InterruptedError:
+            return None  # the bench was stopping before this task's fix started
+        return None if children.stopped else row  # killed by the bench, not finished
 
-    pool = ThreadPoolExecutor(max_workers=max(1, args.workers))
-    try:
-        for future in [pool.submit(one, t) for t in todo]:
-            future.result()
-    except KeyboardInterrupt:
-        children.kill_all()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    def keep(row: Row | None) -> bool:
+        if row is None:
+            return False
+        writer.append(row)
+        rows[row.task_id] = row
+        return True
+
+    def look(row: Row | None) -> None:
+        assert row is not None  # only kept rows are looked at
+        mark = "PASS" if row.fix_passed else "fail"
+        print(f"[{len(rows)}/{total}] {row.task_id:12} fix exit {row.fix_exit}, {mark} ({row.turns} turns, {row.wall_s:.0f}s)", flush=True)
+
+    return run_loop(todo, TaskLoop(one, keep, look, children.kill_all), threading.Event(), args.workers)
 
 
 def _eval_for(tasks: list[ds.Task], opts: list[str], args: argparse.Namespace, out: Path, model_id: str) -> EvalSide:

@@ -4,6 +4,8 @@ scripted server on loopback, the patched module scored independently, the eval s
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -159,3 +161,36 @@ def test_a_fix_past_the_task_timeout_is_stopped_and_recorded_as_not_passed(tasks
     row = json.loads(out.read_text())["rows"][0]
     assert (row["fix_exit"], row["fix_passed"], row["changed"], row["turns"]) == (None, False, False, None)
     assert "stopped by the bench after 4 s" in row["note"]
+
+
+def test_ctrl_c_ends_the_fix_in_flight_and_keeps_the_tasks_finished(tasks: list[Task], dataset_path: Path, tmp_path: Path) -> None:
+    """The tasks run through the package's run engine: a Ctrl-C kills the running fix process (its
+    model call would take 60 s), the task it was on counts nowhere, the finished one is kept."""
+    fast = answering(tasks, lambda t: t.canonical_code or "")
+
+    def second_hangs(request: Recorded) -> Response:
+        reply = fast(request)
+        if "def separate_paren_groups(" in prompt_of(request):
+            reply.delay_s = 60.0
+        return reply
+
+    out = tmp_path / "bench.json"
+    with ScriptedServer(second_hangs) as server:
+        cmd = [sys.executable, str(Path(fix_bench.__file__)), *bench_args(server, dataset_path, out, "--limit", "2")]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not any("def separate_paren_groups(" in prompt_of(r) for r in server.chat_requests()):
+                time.sleep(0.1)
+            started = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=45)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, stderr
+    assert took < 30, took  # not the 60 s model call: the fix process was ended
+    assert "interrupted; the summary covers the 1 tasks finished" in stderr and "Traceback" not in stderr
+    assert stream_tasks(out) == ["Python/0"]
+    assert [r["task_id"] for r in json.loads(out.read_text())["rows"]] == ["Python/0"]

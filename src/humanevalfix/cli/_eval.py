@@ -157,7 +157,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def run(args: argparse.Namespace) -> int:
     from humanevalfix.reports.summary import print_summary
-    from humanevalfix.evaluation.runner import WORKER_PREFIX, run_eval
+    from humanevalfix.evaluation.runloop import WORKER_PREFIX
+    from humanevalfix.evaluation.runner import run_eval
     from humanevalfix.evaluation.stopping import workers_still_running
 
     console = Console(stderr=True)

@@ -3,7 +3,8 @@
     outcome = run_eval(RunConfig(preset=resolve(None), limit=10))   # RunOutcome: results file, summary
 
 dataset.py loads the tasks (the bundled file, the Hub, or a file of your own); runner.py runs
-them concurrently, streamed to records.py's stream and resumable; scorer.py gives the verdict
+them concurrently (through runloop.py, the run engine's task loop, which the bench scripts use
+too), streamed to records.py's stream and resumable; scorer.py gives the verdict
 on a task's first and final code; results.py writes the results file and its summary, with
 pass@k from passk.py; generations.py exports and scores generations files in the reference
 harness's format; validate.py checks a dataset of your own. A new score is a class registered

@@ -1,4 +1,5 @@
-"""An eval run: tasks through the agent and the scorer, concurrently, streamed, resumable."""
+"""An eval run: tasks through the agent and the scorer, concurrently (the engine's loop:
+evaluation/runloop.py), streamed, resumable."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 import logging
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -26,7 +26,8 @@ from humanevalfix.evaluation.activity import Activity, EtaColumn, LiveProgress, 
 from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.runlock import run_lock
 from humanevalfix.evaluation.traces import write_trace
-from humanevalfix.evaluation.stopping import GRACE_S, SigtermAsInterrupt, signals_held, wind_down
+from humanevalfix.evaluation.runloop import Abort, TaskLoop, run_loop
+from humanevalfix.evaluation.stopping import GRACE_S, signals_held
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.keys import KeyPool
@@ -45,7 +46,6 @@ from humanevalfix.runspec import RunSpec, from_dict
 from humanevalfix.safetext import shown
 
 log = logging.getLogger(__name__)
-WORKER_PREFIX = "task"  # the worker threads' names (the CLI checks for stuck ones at exit)
 
 
 @dataclass(frozen=True)
@@ -227,10 +227,6 @@ def _start(stream: Stream, spec: RunSpec) -> None:
         raise UserError(f"--out: cannot write the stream {stream.path} ({exc.strerror or exc})") from None
 
 
-class _Abort(Exception):
-    """The run cannot go on (an unusable endpoint, an output that cannot be written)."""
-
-
 def _execute(
     config: RunConfig,
     console: Console,
@@ -251,15 +247,16 @@ def _execute(
     jobs = [(t, s) for t in tasks for s in range(config.samples) if (t.task_id, s) not in done]
     if old_records:
         console.print(f"Resuming: {len(done)} finished task runs kept, {len(jobs)} to run.")
+    resumed = len(done)
     stop = threading.Event()
     started = time.monotonic()
-    status, problem = "complete", None
     health = EndpointHealth()
 
     activity, slots = Activity(), itertools.count(1)
     store = CaseStore(default_directory())
 
-    def work(task: ds.Task, sample: int) -> tuple[TaskRecord, AgentResult]:
+    def work(job: tuple[ds.Task, int]) -> tuple[TaskRecord, AgentResult]:
+        task, sample = job
         slot = next(slots)  # the task's line under the bar: its turn, what it waits for, how long
         try:
             tracked = TrackedModel(model, activity, slot, task.task_id), TrackedExecutor(pool, activity, slot, task.task_id)
@@ -267,77 +264,44 @@ def _execute(
         finally:
             activity.clear(slot)
 
-    def keep(fut: Future[tuple[TaskRecord, AgentResult]]) -> TaskRecord | None:
-        if fut.cancelled() or fut.exception() is not None:
-            return None
-        record, result = fut.result()
+    def keep(finished: tuple[TaskRecord, AgentResult]) -> bool:
+        record, result = finished
         if record.stop_reason == "interrupted":
-            return None  # not finished: it will run again on --resume
+            return False  # not finished: it will run again on --resume
         try:
             stream.append(record)
             if config.traces:
                 write_trace(config.traces, record, result)
         except OSError as exc:
-            raise _Abort(f"cannot write {exc.filename or stream.path}: {exc.strerror or exc}") from None
+            raise Abort(f"cannot write {exc.filename or stream.path}: {exc.strerror or exc}") from None
         done[record.key] = record
         if config.debug:
             # \u escapes for whatever cannot be printed as it is; keys redacted like every output.
             console.print_json(json.dumps(redact_data(result.messages), ensure_ascii=True))
-        return record
+        return True
 
     total = len(tasks) * config.samples
-    with SigtermAsInterrupt(), _progress(console, activity) as progress:
+    with _progress(console, activity) as progress:
         bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0, fresh=0)
-        fresh = 0  # finished in this run (not resumed): what the estimate goes by
-        executor = ThreadPoolExecutor(max_workers=max(1, config.workers), thread_name_prefix=WORKER_PREFIX)
-        # Only as many tasks in flight as workers: the next starts once a finished one has been
-        # looked at, so a run that must stop (every key rejected, the server gone) starts no other.
-        queue = iter(jobs)
-        pending: set[Future[tuple[TaskRecord, AgentResult]]] = set()
 
-        def top_up() -> None:
-            while len(pending) < max(1, config.workers):
-                job = next(queue, None)
-                if job is None:
-                    return
-                pending.add(executor.submit(work, *job))
+        def look(finished: tuple[TaskRecord, AgentResult]) -> None:
+            record = finished[0]
+            errors = sum(1 for r in done.values() if r.error)
+            # fresh: finished in this run (not resumed), what the estimate goes by
+            progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors, fresh=len(done) - resumed)
+            if config.verbose or config.debug:
+                _print_task(progress.console, record)
+            reason = health.observe(record)
+            if reason:
+                raise Abort(reason)
 
-        # Finished but not yet kept: a stop in the middle of a batch must still keep the rest.
-        unseen: set[Future[tuple[TaskRecord, AgentResult]]] = set()
-        try:
-            top_up()
-            while pending:
-                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                unseen = set(finished)
-                for fut in finished:
-                    unseen.discard(fut)
-                    if not fut.cancelled() and fut.exception() is not None:
-                        raise fut.exception()  # type: ignore[misc]  # a bug, not a task's failure
-                    record = keep(fut)
-                    if record is None:
-                        continue
-                    errors = sum(1 for r in done.values() if r.error)
-                    fresh += 1
-                    progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors, fresh=fresh)
-                    if config.verbose or config.debug:
-                        _print_task(progress.console, record)
-                    reason = health.observe(record)
-                    if reason:
-                        raise _Abort(reason)
-                top_up()
-        except KeyboardInterrupt:
-            status = "interrupted"
-            stop.set()
+        def interrupted() -> None:
             progress.console.print(
                 f"[yellow]Interrupted: finishing the calls in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now), keeping finished tasks…[/]"
             )
-            problem = _wind_down(pending | unseen, keep)
-        except _Abort as exc:
-            status, problem = "aborted", str(exc)
-            stop.set()
-            _wind_down(pending | unseen, keep)
-        finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+
+        end = run_loop(jobs, TaskLoop(work, keep, look, interrupted), stop, config.workers)
+    status, problem = end.status, end.problem
 
     loop_s = time.monotonic() - started
     order = {(t.task_id, s): i for i, (t, s) in enumerate((t, s) for t in tasks for s in range(config.samples))}
@@ -357,16 +321,6 @@ def _execute(
         status = "aborted"
         problem = f"cannot write the results file {out}: {exc.strerror or exc}; every finished task is in {stream.path}"
     return RunOutcome(out, stream.path, summary, spec, records, status, loop_s, problem)
-
-
-def _wind_down(pending: set[Future[tuple[TaskRecord, AgentResult]]], keep: Any) -> str | None:
-    """Keep what finishes within the grace period; a write failure meanwhile is the run's problem."""
-    for fut in wind_down(pending):
-        try:
-            keep(fut)
-        except _Abort as exc:
-            return str(exc)
-    return None
 
 
 def _print_task(console: Console, record: TaskRecord) -> None:
