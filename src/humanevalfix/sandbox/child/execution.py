@@ -66,6 +66,7 @@ class Prepared:
 
     namespace: dict[str, Any]  # the prelude's names
     builtins_snapshot: dict[str, Any]
+    prelude_names: frozenset[str]  # both's names: never the candidate's, unless passed to check()
     rewriting: ModuleType  # rewriting.py: the test's asserts, instrumented
     assertions: ModuleType  # assertions.py: what the instrumented asserts call
     judge: ModuleType  # judge.py: the judge's end of the candidate's socket
@@ -78,7 +79,9 @@ def prepare(load: Callable[[str], ModuleType], mode: str) -> Prepared:
     namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
     exec(compile(PRELUDE, "<prelude>", "exec"), namespace)
     policy = load("restricted") if mode == "restricted" else None
-    return Prepared(namespace, dict(vars(builtins)), load("rewriting"), load("assertions"), load("judge"), load("plaindata"), policy)
+    snapshot = dict(vars(builtins))
+    names = frozenset(snapshot) | frozenset(namespace)
+    return Prepared(namespace, snapshot, names, load("rewriting"), load("assertions"), load("judge"), load("plaindata"), policy)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,6 +148,16 @@ class CompiledTest:
 
 
 @dataclass(frozen=True)
+class Names:
+    """test_names's answer: what the test wants from the candidate, the library, and the test's
+    syntax tree, parsed once for both halves (compile_test rewrites it: use it once)."""
+
+    wanted: tuple[str, ...]
+    library: Library
+    tree: ast.Module
+
+
+@dataclass(frozen=True)
 class Library:
     code: CodeType | None
     bound: frozenset[str]  # the names it binds
@@ -163,39 +176,43 @@ def compile_library(library: str) -> Library:
     return Library(compile(library, LIBRARY_FILE, "exec"), frozenset(_bound(library, LIBRARY_FILE)))
 
 
-def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, names: tuple[tuple[str, ...], Library] | None = None) -> CompiledTest:
+def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, names: Names | None = None) -> CompiledTest:
     """Raises SyntaxError (or ValueError, RecursionError). The fork server does this once per
     distinct (support, test), before forking; `libraries`: those it has compiled already;
     `names`: test_names's answer, when it was asked first."""
-    wanted, library = names if names is not None else test_names(env, test, support, libraries)
-    code, infos = env.rewriting.rewrite(test)
+    names = names if names is not None else test_names(env, test, support, libraries)
+    code, infos = env.rewriting.rewrite(test, names.tree)
     own = split_support(support)[0]
     support_code = compile(own, SUPPORT_FILE, "exec") if own.strip() else None
-    return CompiledTest(code, infos, support_code, wanted, library.code)
+    return CompiledTest(code, infos, support_code, names.wanted, names.library.code)
 
 
-def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> tuple[tuple[str, ...], Library]:
+def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> Names:
     """The names the test takes from the candidate (the entry point, ...), and the library found
     or compiled on the way: the first half of compile_test, so the candidate can be loading while
     the judge compiles. Raises as it does."""
     own, library_text = split_support(support)
     library = _library(library_text, libraries)
-    return _wanted(env, test, own, library), library
+    tree = ast.parse(test, TEST_FILE)
+    return Names(_wanted(env, tree, test, own, library), library, tree)
 
 
 def _library(text: str, libraries: dict[str, Library] | None) -> Library:
     return (libraries or {}).get(text) or compile_library(text)
 
 
-def _wanted(env: Prepared, test: str, support: str, library: Library) -> tuple[str, ...]:
+def _wanted(env: Prepared, tree: ast.Module, test: str, support: str, library: Library) -> tuple[str, ...]:
     # Passed to `check(...)`: the candidate's even where the name is a builtin's or the prelude's.
     checked: set[str] = set()
-    for node in ast.walk(ast.parse(test)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
             checked.update(a.id for a in node.args if isinstance(a, ast.Name))
     table = symtable.symtable(test, TEST_FILE, "exec")
-    own = set(env.builtins_snapshot) | set(env.namespace) | _bound(support, SUPPORT_FILE) | library.bound | _bound_in(table)
-    return tuple(sorted((_global_names(table) - own) | checked))
+    # Membership only: a judge that copied the prelude's names would write the reference count
+    # of each, every one on a page shared with the fork server (a copy-on-write fault each).
+    own = _bound(support, SUPPORT_FILE) | library.bound | _bound_in(table)
+    wanted = {name for name in _global_names(table) if name not in own and name not in env.prelude_names}
+    return tuple(sorted(wanted | checked))
 
 
 def _global_names(module: symtable.SymbolTable) -> set[str]:
@@ -269,7 +286,7 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
         if compiled is None:
             # The candidate loads its code while the judge compiles the test.
             names = test_names(env, run.test, run.support, libraries)
-            channel.send_load(run.code, list(names[0]), run.workdir, run.limits, run.out_fd)
+            channel.send_load(run.code, list(names.wanted), run.workdir, run.limits, run.out_fd)
             compiled = compile_test(env, run.test, run.support, libraries, names)
         else:
             channel.send_load(run.code, list(compiled.wanted), run.workdir, run.limits, run.out_fd)
@@ -286,8 +303,11 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
         return _fault_verdict(channel)
     if isinstance(defined, str):
         return {"status": "failed", "message": defined}
-    test_ns: dict[str, Any] = {k: v for k, v in env.namespace.items() if k != "__builtins__"}
-    test_ns["__builtins__"] = dict(env.builtins_snapshot)
+    # A judge runs one test and exits (a fork of the server, or a fresh interpreter), so the test
+    # runs in the prelude's namespace itself: a copy would write the reference count of every
+    # name and value in it, each on a page shared with the server (a copy-on-write fault each).
+    test_ns = env.namespace
+    test_ns["__builtins__"] = env.builtins_snapshot
     for helpers in (compiled.support, compiled.library):
         if helpers is None:
             continue

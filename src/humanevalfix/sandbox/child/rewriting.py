@@ -66,13 +66,17 @@ def _span(node: ast.AST) -> Span:
     return (node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
 
 
+def _at(new: Any, node: ast.AST) -> Any:
+    """`new` (a node made here) at `node`'s place, as ast.fix_missing_locations would put it,
+    without that function's walk through the whole test."""
+    new.lineno, new.col_offset = node.lineno, node.col_offset  # type: ignore[attr-defined]
+    new.end_lineno, new.end_col_offset = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+    return new
+
+
 def _helper(attr: str, node: ast.AST, *args: ast.expr) -> ast.Call:
-    call = ast.Call(
-        func=ast.Attribute(value=ast.Name(id=HELPER, ctx=ast.Load()), attr=attr, ctx=ast.Load()),
-        args=list(args),
-        keywords=[],
-    )
-    return ast.copy_location(call, node)
+    name = _at(ast.Name(id=HELPER, ctx=ast.Load()), node)
+    return _at(ast.Call(func=_at(ast.Attribute(value=name, attr=attr, ctx=ast.Load()), node), args=list(args), keywords=[]), node)
 
 
 class _Instrument(ast.NodeTransformer):
@@ -116,7 +120,7 @@ class _Instrument(ast.NodeTransformer):
         before = self.calls_seen
         new = self.generic_visit(node)
         slot = self._slot(node, self.calls_seen > before)
-        return _helper("val", node, ast.Constant(slot), new)
+        return _helper("val", node, _at(ast.Constant(slot), node), new)
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.calls_seen += 1
@@ -131,11 +135,11 @@ class _Instrument(ast.NodeTransformer):
         keys: list[ast.expr | None] = []
         values: list[ast.expr] = []
         for kw in node.keywords:
-            keys.append(ast.Constant(kw.arg) if kw.arg is not None else None)
+            keys.append(_at(ast.Constant(kw.arg), node) if kw.arg is not None else None)
             values.append(self.visit(kw.value))
-        packed_args = ast.Tuple(elts=args, ctx=ast.Load())
-        packed_kwargs = ast.Dict(keys=keys, values=values)
-        return _helper("call", node, ast.Constant(slot), func, packed_args, packed_kwargs)
+        packed_args = _at(ast.Tuple(elts=args, ctx=ast.Load()), node)
+        packed_kwargs = _at(ast.Dict(keys=keys, values=values), node)
+        return _helper("call", node, _at(ast.Constant(slot), node), func, packed_args, packed_kwargs)
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -162,17 +166,40 @@ class _Rewriter(ast.NodeTransformer):
         else:
             new_test, slot = inst.top(test)
             info.shape = ("truth", slot)
-        begin = ast.Expr(value=_helper("begin", node, ast.Constant(index)))
-        msg = node.msg if node.msg is not None else ast.Constant(None)
-        fail = ast.Raise(exc=_helper("failure", node, msg), cause=None)
-        check = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_helper("truth", node, new_test)), body=[fail], orelse=[])
-        return [ast.copy_location(begin, node), ast.copy_location(check, node)]
+        begin = ast.Expr(value=_helper("begin", node, _at(ast.Constant(index), node)))
+        msg = node.msg if node.msg is not None else _at(ast.Constant(None), node)
+        fail = _at(ast.Raise(exc=_helper("failure", node, msg), cause=None), node)
+        check = ast.If(test=_at(ast.UnaryOp(op=ast.Not(), operand=_helper("truth", node, new_test)), node), body=[fail], orelse=[])
+        return [_at(begin, node), _at(check, node)]
 
 
-def rewrite(test_source: str) -> tuple[types.CodeType, list[AssertInfo]]:
-    """Compile the test with its asserts instrumented. Raises SyntaxError like `compile`."""
-    tree = ast.parse(test_source, TEST_FILE)
+def rewrite(test_source: str, tree: ast.Module | None = None) -> tuple[types.CodeType, list[AssertInfo]]:
+    """Compile the test with its asserts instrumented. Raises SyntaxError like `compile`.
+    `tree`: the source already parsed (it is rewritten in place)."""
+    tree = tree if tree is not None else ast.parse(test_source, TEST_FILE)
     rewriter = _Rewriter(Source(test_source))
-    tree = rewriter.visit(tree)
-    ast.fix_missing_locations(tree)
+    _rewrite_body(tree, rewriter)
     return compile(tree, TEST_FILE, "exec"), rewriter.infos
+
+
+def _rewrite_body(node: ast.AST, rewriter: _Rewriter) -> None:
+    """Each statement list under `node` with its asserts rewritten, in source order.
+
+    An assert is a statement, and statements live only in statement lists (bodies, handlers,
+    match cases), so expressions are never walked: a test is mostly expressions.
+    """
+    for _name, value in ast.iter_fields(node):
+        if not isinstance(value, list):
+            continue
+        out: list[Any] = []
+        changed = False
+        for item in value:
+            if isinstance(item, ast.Assert):
+                out.extend(rewriter.visit_Assert(item))
+                changed = True
+                continue
+            if isinstance(item, (ast.stmt, ast.excepthandler, ast.match_case)):
+                _rewrite_body(item, rewriter)
+            out.append(item)
+        if changed:
+            setattr(node, _name, out)
