@@ -1,17 +1,17 @@
 """Every command README.md and docs/*.md give parses with the real parser (no exit 2, argparse's
 usage error): the CLI's own check of options and its parser, the bench scripts' `main` stopped
-right after their parser. Nothing runs: no model, no sandbox, no file is read."""
+right after their parser. Nothing runs: no model, no sandbox, no file is read (the commands that can
+run offline are run by test_documented_commands_run.py)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,63 +19,7 @@ from humanevalfix.cli._argv import check_options, known_action, subparsers_of
 from humanevalfix.cli._main import build_parser
 
 from .conftest import REPO_ROOT
-
-DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
-FENCE_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-INLINE_RE = re.compile(r"`((?:python3? |humanevalfix )[^`\n]+)`")
-SHELL_LANGS = ("", "bash", "sh", "shell", "console")
-OPTIONAL_RE = re.compile(r"\s\[[^\]]*\]")
-
-
-def shell_lines(text: str) -> Iterator[tuple[str, bool]]:
-    """The command lines of shell blocks (continuations joined) and of inline code (True)."""
-    for lang, body in FENCE_RE.findall(text):
-        if lang in SHELL_LANGS:
-            for line in body.replace("\\\n", " ").splitlines():
-                yield line, False
-    for span in INLINE_RE.findall(text):
-        yield span, True
-
-
-def commands(line: str) -> Iterator[tuple[str, list[str]]]:
-    """(program, arguments) of each of this project's commands on a shell line."""
-    line = OPTIONAL_RE.sub("", line.strip().removeprefix("$ "))  # a synopsis: its required part
-    try:
-        words = shlex.split(line, comments=True)
-    except ValueError:
-        return  # not shell (prose in a block)
-    part: list[str] = []
-    for word in [*words, "&&"]:
-        if word in ("&&", "||", ";", "|"):
-            yield from _ours(part)
-            part = []
-        else:
-            part.append(word)
-
-
-def _ours(words: list[str]) -> Iterator[tuple[str, list[str]]]:
-    while words and (re.match(r"^[A-Z_]+=", words[0]) or words[0] in ("sudo", "time", "exec")):
-        words = words[1:]
-    if len(words) >= 2 and re.match(r"python3?$", words[0]):
-        if words[1] == "eval_humanevalfix.py":
-            yield "humanevalfix", words[2:]
-        elif words[1:3] == ["-m", "humanevalfix"]:
-            yield "humanevalfix", words[3:]
-        elif re.match(r"bench/\w+\.py$", words[1]):
-            yield words[1], words[2:]
-    elif words and words[0] == "humanevalfix":
-        yield "humanevalfix", words[1:]
-
-
-def documented() -> list[tuple[str, str, list[str]]]:
-    found = []
-    for doc in DOCS:
-        for line, inline in shell_lines(doc.read_text(encoding="utf-8")):
-            for program, argv in commands(line):
-                if inline and len(argv) == 1 and not argv[0].startswith("-"):
-                    continue  # `humanevalfix score` in a sentence: a command's name, not a command line
-                found.append((doc.name, program, argv))
-    return found
+from .doc_commands import documented
 
 
 class _Parsed(Exception):
