@@ -921,11 +921,20 @@ def test_concurrent_runs_from_several_threads(ex: Any) -> None:
     assert [r.status for r in results] == ["passed", "failed"] * 3
 
 
-def test_honest_runs_keep_their_warm_server(ex: Any) -> None:
+@pytest.mark.parametrize("variant", [v for v, (_kind, fresh) in VARIANTS.items() if not fresh])
+def test_honest_runs_keep_their_warm_server(variant: str) -> None:
     """Passing, failing, printing, raising and file-writing runs never retire a fork server:
     its retirement checks (a dead zygote, lowered limits, keys left) catch attacks only."""
-    if not ex.warm:
-        pytest.skip("a fresh interpreter per run: no server to keep")
+    kind, _fresh = VARIANTS[variant]
+    ex = build_executor(kind, Limits(timeout_s=TIMEOUT))
+    try:
+        _keep_one_server(ex)
+    finally:
+        ex.close()
+
+
+def _keep_one_server(ex: Any) -> None:
+    assert ex.warm
     ex.run(GOOD, TEST)
     starts = ex.starts
     runs = [
