@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -274,3 +275,21 @@ def _host_tmp_keeps_its_mode() -> Any:
     if after != before:
         os.chmod("/tmp", before)
         pytest.fail(f"/tmp mode changed from {before:o} to {after:o} during this test")
+
+
+def interrupt_when(proc: subprocess.Popen[str], ready: Callable[[], bool], sig: int, wait_s: float, reply_s: float, settle_s: float = 0.0) -> tuple[str, str, float]:
+    """Send `sig` to `proc` once `ready()` (or after `wait_s`), `settle_s` later; (stdout, stderr,
+    seconds from the signal to its exit). The process is killed if it outlives this."""
+    try:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not ready():
+            time.sleep(0.1)
+        time.sleep(settle_s)
+        started = time.monotonic()
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=reply_s)
+        return stdout, stderr, time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+

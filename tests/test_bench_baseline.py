@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,7 +17,7 @@ from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.runloop import WORKER_PREFIX
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, fenced, tool_call
 
-from .conftest import clean_env, scripted_preset
+from .conftest import clean_env, interrupt_when, scripted_preset
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
@@ -148,18 +147,8 @@ def test_a_stop_while_waiting_for_a_live_agent_run_ends_at_once_with_the_tasks_b
     out = tmp_path / "out.json"
     args = ["--dataset-path", str(dataset_path), "--limit", "3", "--agent-results", str(stream), "--baseline-from", str(earlier), "--out", str(out)]
     proc = subprocess.Popen([sys.executable, str(BENCH / "baseline.py"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (out.is_file() and len(json.loads(out.read_text())["rows"]) == 2):
-            time.sleep(0.1)
-        time.sleep(0.3)  # on to the third task: waiting for the agent run
-        started = time.monotonic()
-        proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=30)
-        took = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # settle_s: on to the third task, waiting for the agent run
+    stdout, stderr, took = interrupt_when(proc, lambda: out.is_file() and len(json.loads(out.read_text())["rows"]) == 2, sig, 60, 30, settle_s=0.3)
     assert proc.returncode == 0, stderr
     assert took < 10, took  # not the 30 s poll
     assert "Python/2: waiting for the agent run to finish it" in stderr and "interrupted after 2 tasks" in stderr

@@ -16,6 +16,8 @@ import pytest
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, tool_call
 
+from .conftest import interrupt_when
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import fix_bench  # noqa: E402
@@ -178,17 +180,7 @@ def test_ctrl_c_ends_the_fix_in_flight_and_keeps_the_tasks_finished(tasks: list[
     with ScriptedServer(second_hangs) as server:
         cmd = [sys.executable, str(Path(fix_bench.__file__)), *bench_args(server, dataset_path, out, "--limit", "2")]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and not any("def separate_paren_groups(" in prompt_of(r) for r in server.chat_requests()):
-                time.sleep(0.1)
-            started = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=45)
-            took = time.monotonic() - started
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        _, stderr, took = interrupt_when(proc, lambda: any("def separate_paren_groups(" in prompt_of(r) for r in server.chat_requests()), signal.SIGINT, 90, 45)
     assert proc.returncode == 0, stderr
     assert took < 30, took  # not the 60 s model call: the fix process was ended
     assert "interrupted; the summary covers the 1 tasks finished" in stderr and "Traceback" not in stderr

@@ -142,12 +142,34 @@ class _Instrument(ast.NodeTransformer):
         return _helper("call", node, _at(ast.Constant(slot), node), func, packed_args, packed_kwargs)
 
 
-class _Rewriter(ast.NodeTransformer):
+class _Rewriter:
     def __init__(self, source: Source) -> None:
         self.source = source
         self.infos: list[AssertInfo] = []
 
-    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+    def body(self, node: ast.AST) -> None:
+        """Each statement list under `node` with its asserts rewritten, in source order.
+
+        An assert is a statement, and statements live only in statement lists (bodies, handlers,
+        match cases), so expressions are never walked: a test is mostly expressions.
+        """
+        for name, value in ast.iter_fields(node):
+            if not isinstance(value, list):
+                continue
+            out: list[Any] = []
+            changed = False
+            for item in value:
+                if isinstance(item, ast.Assert):
+                    out.extend(self.assertion(item))
+                    changed = True
+                    continue
+                if isinstance(item, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    self.body(item)
+                out.append(item)
+            if changed:
+                setattr(node, name, out)
+
+    def assertion(self, node: ast.Assert) -> list[ast.stmt]:
         index = len(self.infos)
         test = node.test
         info = AssertInfo(self.source, _span(test), ("truth", None))
@@ -178,28 +200,6 @@ def rewrite(test_source: str, tree: ast.Module | None = None) -> tuple[types.Cod
     `tree`: the source already parsed (it is rewritten in place)."""
     tree = tree if tree is not None else ast.parse(test_source, TEST_FILE)
     rewriter = _Rewriter(Source(test_source))
-    _rewrite_body(tree, rewriter)
+    rewriter.body(tree)
     return compile(tree, TEST_FILE, "exec"), rewriter.infos
 
-
-def _rewrite_body(node: ast.AST, rewriter: _Rewriter) -> None:
-    """Each statement list under `node` with its asserts rewritten, in source order.
-
-    An assert is a statement, and statements live only in statement lists (bodies, handlers,
-    match cases), so expressions are never walked: a test is mostly expressions.
-    """
-    for _name, value in ast.iter_fields(node):
-        if not isinstance(value, list):
-            continue
-        out: list[Any] = []
-        changed = False
-        for item in value:
-            if isinstance(item, ast.Assert):
-                out.extend(rewriter.visit_Assert(item))
-                changed = True
-                continue
-            if isinstance(item, (ast.stmt, ast.excepthandler, ast.match_case)):
-                _rewrite_body(item, rewriter)
-            out.append(item)
-        if changed:
-            setattr(node, _name, out)

@@ -7,7 +7,8 @@ the time limit), kills every process the run left behind (the zygote excepted, a
 candidate may have stopped it), wipes the run's files and replies. A run after which the zygote
 is gone retires the server (`retire` in the reply): a zygote forked again from here would hold
 the tests the server has seen. So does one after which the server's or the zygote's limits or
-priority changed (procs.traits): nothing here may raise them back. How the two processes share a run: runner.py.
+priority changed (procs.traits): nothing here may raise them back. How the two processes share a
+run: runner.py.
 
 Standard library only: loaded by file path by runner.py, which hands itself over as `runner`
 (its helpers: prepare, judge_run, become_candidate, report, procs, execution).
