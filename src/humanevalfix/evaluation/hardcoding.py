@@ -47,22 +47,35 @@ def hardcoding(code: str, task: Task) -> tuple[str, ...]:
         tree = ast.parse(code)
     except SyntaxError:
         return ()
+    # First with any literal but the trivial ones: most candidates have no such branch, and then
+    # the test's literals (a walk of the whole test) are never needed.
+    branches = [
+        (node, params, _branch_body(node))
+        for func in ast.walk(tree)
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for params in [{a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}]
+        for node in ast.walk(func)
+        if isinstance(node, (ast.If, ast.IfExp)) and _compares_param_to(node.test, params, None)
+    ]
+    branches = [b for b in branches if any(_returns_literal(stmt, None) for stmt in b[2])]
+    if not branches:
+        return ()
     from_tests = _test_literals(task.test, task.buggy_code)
     lines = code.splitlines()
-    found: list[str] = []
-    for func in ast.walk(tree):
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}
-        for node in ast.walk(func):
-            if isinstance(node, (ast.If, ast.IfExp)) and _compares_param_to(node.test, params, from_tests):
-                body = node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
-                if any(_returns_literal(stmt, from_tests) for stmt in body):
-                    found.append(f"line {node.lineno}: {lines[node.lineno - 1].strip()[:160]}")
+    found = [
+        f"line {node.lineno}: {lines[node.lineno - 1].strip()[:160]}"
+        for node, params, body in branches
+        if _compares_param_to(node.test, params, from_tests) and any(_returns_literal(stmt, from_tests) for stmt in body)
+    ]
     return tuple(dict.fromkeys(found))
 
 
-def _compares_param_to(test: ast.expr, params: set[str], literals: frozenset[str]) -> bool:
+def _branch_body(node: ast.If | ast.IfExp) -> list[ast.stmt]:
+    return node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
+
+
+def _compares_param_to(test: ast.expr, params: set[str], literals: frozenset[str] | None) -> bool:
+    """Whether `test` compares a parameter to one of `literals` (None: to any literal but a trivial one)."""
     for node in ast.walk(test):
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in node.ops):
             sides = [node.left, *node.comparators]
@@ -71,12 +84,13 @@ def _compares_param_to(test: ast.expr, params: set[str], literals: frozenset[str
     return False
 
 
-def _returns_literal(stmt: ast.stmt, literals: frozenset[str]) -> bool:
+def _returns_literal(stmt: ast.stmt, literals: frozenset[str] | None) -> bool:
     return isinstance(stmt, ast.Return) and stmt.value is not None and _literal_in(stmt.value, literals)
 
 
-def _literal_in(node: ast.expr, literals: frozenset[str]) -> bool:
+def _literal_in(node: ast.expr, literals: frozenset[str] | None) -> bool:
     try:
-        return repr(ast.literal_eval(node)) in literals
+        text = repr(ast.literal_eval(node))
+        return text not in TRIVIAL if literals is None else text in literals
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False

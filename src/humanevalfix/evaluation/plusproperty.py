@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterator
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ def asserted_property(test: str, entry_point: str) -> Property | None:
         tree = ast.parse(test)
     except SyntaxError:
         return None
+    if not _assigns_a_call(tree, entry_point):
+        return None  # most tests: asserts on calls, no `x = f(...)`; a walk of the statements says so
     names = {entry_point} | {f.args.args[0].arg for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "check" and f.args.args}
     imports = tuple(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
     for scope in ast.walk(tree):
@@ -58,6 +61,31 @@ def asserted_property(test: str, entry_point: str) -> Property | None:
                 return None
             return Property(tuple(_root_name(a) for a in call.args), result, tuple(ast.unparse(a) for a in asserts), imports)
     return None
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement in the tree: the statement lists only (bodies, handlers, cases), not the
+    expressions, which are most of a test's nodes."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                todo.extend(block)
+
+
+def _assigns_a_call(tree: ast.AST, entry_point: str) -> bool:
+    """Whether some `x = f(...)` calls the entry point or a `check` function's first parameter:
+    without one, asserted_property finds nothing."""
+    statements = list(_statements(tree))
+    names = {entry_point} | {s.args.args[0].arg for s in statements if isinstance(s, ast.FunctionDef) and s.name == "check" and s.args.args}
+    return any(
+        isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id in names
+        for s in statements
+    )
 
 
 def _is_equality_on(test: ast.expr, name: str) -> bool:

@@ -159,13 +159,8 @@ print(json.dumps({"dirs": [d for d in dirs if d], "modules": modules, "executabl
 def interpreter_layout(python: str) -> dict[str, Any]:
     """Where `python` (its prefixes, its venv) and its copies of JAIL_IMPORTS live; ValueError
     naming the cause when it does not run. Asked once per interpreter and process (the probe's
-    jail and the run's both need it); forget_layouts() asks again."""
+    jail and the run's both need it)."""
     return copy.deepcopy(_layout(python))
-
-
-def forget_layouts() -> None:
-    """What a fresh process would do: run the interpreters again to find their layouts."""
-    _layout.cache_clear()
 
 
 @lru_cache(maxsize=8)
