@@ -88,7 +88,7 @@ def _task(all_tasks: dict[str, Task], task_id: str) -> Task:
 
 
 @pytest.mark.parametrize("mode", ["none", "trace", "locate"])
-def test_the_feedback_carries_the_trace_only_when_asked_and_the_outcomes_do_not_change(
+def test_the_feedback_on_a_candidate_carries_the_trace_only_when_asked_and_the_outcomes_do_not_change(
     mode: str, all_tasks: dict[str, Task], executor: CountingExecutor
 ) -> None:
     task = _task(all_tasks, "Python/3")  # buggy code and tests shown, no docstring (--protocol tests)
@@ -100,7 +100,7 @@ def test_the_feedback_carries_the_trace_only_when_asked_and_the_outcomes_do_not_
     task_prompt = model.requests[0].messages[1]["content"]
     feedback = result.attempts[0].feedback
     assert ("did, line by line" in feedback) == (mode != "none")
-    assert ("did, line by line" in task_prompt) == (mode != "none")  # the buggy code's own failing call
+    assert "did, line by line" not in task_prompt  # only the model's own candidates are traced
     assert ("which line above first gives a wrong value" in feedback) == (mode == "locate")
     assert ("balance=1" in feedback) == (mode != "none")
 
