@@ -47,17 +47,9 @@ def hardcoding(code: str, task: Task) -> tuple[str, ...]:
         tree = ast.parse(code)
     except SyntaxError:
         return ()
-    # First with any literal but the trivial ones: most candidates have no such branch, and then
-    # the test's literals (a walk of the whole test) are never needed.
-    branches = [
-        (node, params, _branch_body(node))
-        for func in ast.walk(tree)
-        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
-        for params in [{a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}]
-        for node in ast.walk(func)
-        if isinstance(node, (ast.If, ast.IfExp)) and _compares_param_to(node.test, params, None)
-    ]
-    branches = [b for b in branches if any(_returns_literal(stmt, None) for stmt in b[2])]
+    # Any literal but the trivial ones first: most candidates have no such branch, and then the
+    # test's literals (a walk of the whole test) are never needed.
+    branches = _literal_branches(tree)
     if not branches:
         return ()
     from_tests = _test_literals(task.test, task.buggy_code)
@@ -70,8 +62,20 @@ def hardcoding(code: str, task: Task) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _branch_body(node: ast.If | ast.IfExp) -> list[ast.stmt]:
-    return node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
+def _literal_branches(tree: ast.AST) -> list[tuple[ast.If | ast.IfExp, set[str], list[ast.stmt]]]:
+    """Each branch (with its function's parameters and its body) that compares a parameter to a
+    literal and returns a literal, trivial ones left out."""
+    found: list[tuple[ast.If | ast.IfExp, set[str], list[ast.stmt]]] = []
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}
+        for node in ast.walk(func):
+            if isinstance(node, (ast.If, ast.IfExp)):
+                body = node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
+                if _compares_param_to(node.test, params, None) and any(_returns_literal(stmt, None) for stmt in body):
+                    found.append((node, params, body))
+    return found
 
 
 def _compares_param_to(test: ast.expr, params: set[str], literals: frozenset[str] | None) -> bool:
