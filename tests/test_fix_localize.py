@@ -96,9 +96,9 @@ def test_the_bug_in_a_helper_ranks_the_tested_function_first_then_the_helper_it_
     assert [s.name for s in suspects] == ["mean", "_total"]
     assert suspects[0].why == "the failing test test_mean calls it at test_stats.py:5"
     assert suspects[1].why == "`mean` calls it"
-    # Two turns for each: the function, the helper, then the whole file.
-    stages = plan(suspects, 6, "stats.py")
-    assert [(s.function, s.turns) for s in stages] == [("mean", 2), ("_total", 2), (None, 2)]
+    # Two thirds of the turns for the function, the rest for the helper; the whole file with more turns.
+    assert [(s.function, s.turns) for s in plan(suspects, 6, "stats.py")] == [("mean", 4), ("_total", 2)]
+    assert [(s.function, s.turns) for s in plan(suspects, 12, "stats.py")] == [("mean", 8), ("_total", 2), (None, 2)]
     assert describe(failure, localizer.tests, localizer.user_file.source, "stats.py") == (
         "Test failed (test_stats.py line 5, in test_mean):\n"
         "assert mean([1, 2, 3]) == 2\n"
@@ -133,7 +133,7 @@ def test_a_method_is_ranked_by_its_class_and_name(baseline: Baseline) -> None:
     assert suspects[0].why == "the ZeroDivisionError is raised in it at calc.py:11; the failing test test_mean calls it at test_acc.py:6"
     # The test's other calls and the method's helper come after it.
     assert {s.name for s in suspects[1:]} == {"Acc.__init__", "Acc.add", "_total"}
-    assert plan(suspects, 6, "calc.py")[0] == Stage("Acc.mean", 2, suspects[0].why)
+    assert plan(suspects, 6, "calc.py")[0] == Stage("Acc.mean", 4, suspects[0].why)
 
 
 def test_a_failure_with_nothing_in_the_file_leaves_the_whole_file_in_scope(baseline: Baseline) -> None:
@@ -168,13 +168,16 @@ def test_a_truth_assert_shows_pytests_explanation() -> None:
 
 @pytest.mark.parametrize(
     ("budget", "expected"),
-    [(1, [("a", 1)]), (2, [("a", 2)]), (3, [("a", 3)]), (4, [("a", 2), (None, 2)]), (6, [("a", 2), ("b", 2), (None, 2)]), (9, [("a", 3), ("b", 3), (None, 3)]), (8, [("a", 3), ("b", 3), (None, 2)])],
+    [(1, [("a", 1)]), (3, [("a", 3)]), (5, [("a", 5)]), (6, [("a", 4), ("b", 2)]), (9, [("a", 6), ("b", 3)]), (12, [("a", 8), ("b", 2), (None, 2)]), (14, [("a", 10), ("b", 2), (None, 2)])],
 )
-def test_the_turns_are_shared_two_at_least_the_whole_file_before_the_second_function(budget: int, expected: list[tuple[str | None, int]]) -> None:
+def test_the_first_suspect_gets_two_thirds_of_the_turns_the_others_two_at_least(budget: int, expected: list[tuple[str | None, int]]) -> None:
     from humanevalfix.fixer import Suspect
 
     suspects = [Suspect("a", 5, ["x"]), Suspect("b", 1, ["y"]), Suspect("c", 1, ["z"])]
     assert [(s.function, s.turns) for s in plan(suspects, budget, "m.py")] == expected
+    # One suspect: the whole file after it; none: the whole file from the start.
+    assert [(s.function, s.turns) for s in plan(suspects[:1], budget, "m.py")] == [("a", expected[0][1])] + ([(None, budget - expected[0][1])] if budget > 5 else [])
+    assert [(s.function, s.turns) for s in plan([], budget, "m.py")] == [(None, budget)]
 
 
 # --- what a method scope accepts and splices in --------------------------------------------------

@@ -90,8 +90,8 @@ def test_a_model_that_rewrites_the_caller_gets_the_callers_scope_only_after_the_
     monkeypatch.chdir(shapes)
     wrong = fenced("def square(x):\n    return x + x\n")
     caller = fenced("def square_area(side):\n    return side * side\n")
-    with ScriptedServer([wrong, wrong, caller]) as server:
-        code = fix(server, "--tests", "test_area.py", "--max-iters", "5")
+    with ScriptedServer([wrong, wrong, caller, fenced("def square(x):\n    return x + 2\n"), caller]) as server:
+        code = fix(server, "--tests", "test_area.py", "--max-iters", "5")  # 4 turns for square, 2 for square_area
     out, err = capsys.readouterr()
     assert code == 0, err
     assert [line.split(" (")[0] for line in scope_lines(err)] == ["scope: square in shapes/geometry.py", "widening the scope to square_area in shapes/area.py"]

@@ -459,6 +459,7 @@ def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkey
         replies = [
             fenced("OFFSET = 0\n\n\n" + mean_source("_total(xs) / (len(xs) + OFFSET)")),
             fenced(mean_source("_total(xs) / (len(xs) - OFFSET)")),
+            *[fenced(mean_source(f"_total(xs) / (len(xs) + {k})")) for k in range(2, 6)],
             text("The code looks right to me."),
             fenced("def _total(xs):\n    return sum(xs) - 1\n"),
             fenced("OFFSET = 0\n"),
@@ -467,7 +468,8 @@ def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkey
         with ScriptedServer(replies) as server:
             code = main(
                 ["fix", "stats.py", "--tests", "test_stats.py", "--text-tools", "--base-url", server.base_url, "--model", "scripted-model",
-                 "--api-key-env", KEYS_ENV, "--retries", "1", "--request-timeout", "20", "--timeout", "60", "--engine", engine, "--trace", str(trace)]
+                 "--api-key-env", KEYS_ENV, "--retries", "1", "--request-timeout", "20", "--timeout", "60", "--engine", engine, "--trace", str(trace),
+                 "--max-iters", "11"]  # 8 turns for mean (6 spent), 2 for _total, 2 for the file
             )
             bodies = [r.body for r in server.chat_requests()]
         out, err = capsys.readouterr()
@@ -476,7 +478,7 @@ def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkey
     assert sessions["langgraph"] == sessions["builtin"]
     code, out, lines, _, attempts = sessions["langgraph"]
     assert code == 0 and out.endswith("-OFFSET = 1\n+OFFSET = 0\n \n \n def _total(xs):\n")
-    assert [a["outcome"] for a in attempts] == ["invalid", "failed", "no_code", "failed", "passed"]
+    assert [a["outcome"] for a in attempts] == ["invalid", *["failed"] * 5, "no_code", "failed", "passed"]
 
 
 @pytest.mark.needs("langgraph")
