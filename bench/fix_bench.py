@@ -13,7 +13,7 @@ on our own copy: no diff paths to parse) and scored with the project's scorer, t
 in the sandbox; the independent reference check (testing.reference) and fix's own verdict (exit 0)
 are recorded beside it.
 
-    python bench/fix_bench.py --limit 40 --out results/fix_bench_local-0.5b.json --eval-results results/local-0.5b_repair.json
+    python bench/fix_bench.py --limit 40 --out results/fix_bench_single.json --eval-results results/local-0.5b_no-docstring_first40.json
     python bench/fix_bench.py --tasks Python/3,Python/11 --run-eval --out /tmp/fixbench.json
     python bench/fix_bench.py --set helper --mode project --limit 10 --out results/fix_bench_helper_project.json
 
