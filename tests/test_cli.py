@@ -85,6 +85,13 @@ def test_bad_temperatures_exit_2(
     assert_one_error(proc, "--temperatures", "between 0 and 2")
 
 
+def test_redraw_turns_without_redraws_is_one_error(tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraw-turns", "1"], tmp_path, monkeypatch, capsys)
+    assert_one_error(proc, "--redraw-turns", "--redraws N")
+    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "1", "--redraw-turns", "0"], cwd=tmp_path)
+    assert_one_error(proc, "--redraw-turns", "at least 1, got 0")
+
+
 def test_missing_dataset_file_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere" / "tasks.jsonl"
     proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(missing)], tmp_path, monkeypatch, capsys)

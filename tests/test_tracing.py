@@ -127,3 +127,13 @@ def test_without_redraws_a_repeat_spends_its_turn(all_tasks: dict[str, Task], ex
     result = repair(request_for_task(task, settings), model, executor, settings, ToolMode(False))
     assert [a.outcome for a in result.attempts] == ["repeat", "repeat"]
     assert all(a.redrawn == [] for a in result.attempts)
+
+
+def test_redraw_turns_keeps_the_redraws_to_the_first_turns(all_tasks: dict[str, Task], executor: CountingExecutor) -> None:
+    task = _task(all_tasks, "Python/3")
+    settings = AgentSettings(max_iters=2, docstring=False, redraws=1, redraw_turns=1, seed=0, temperatures=(0.0,))
+    wrong = fenced(task.buggy_code.replace("balance == 0", "balance == 1"))
+    # Turn 0: the buggy code again is drawn once more; turn 1: a repeat spends the turn.
+    model = Script([fenced(task.buggy_code), wrong, wrong, fenced(task.canonical_code)])
+    result = repair(request_for_task(task, settings), model, executor, settings, ToolMode(False))
+    assert [(a.outcome, a.redrawn) for a in result.attempts] == [("failed", ["repeat"]), ("repeat", []), ("passed", [])]

@@ -124,6 +124,7 @@ class AgentSpec:
     # A turn's replies drawn again, and what the feedback shows of a failing call: both change what
     # the model sees (agent._settings); runs before them had neither.
     redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)
+    redraw_turns: int | None = _f("redraw_turns", True, None, "--redraw-turns", legacy=None)
     runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
@@ -218,6 +219,7 @@ def agent_settings(model: ModelSpec, protocol: ProtocolSpec, agent: AgentSpec) -
         engine=agent.engine,
         seed=model.seed,
         redraws=agent.redraws,
+        redraw_turns=agent.redraw_turns,
         runtime_values=agent.runtime_values,
     )
 

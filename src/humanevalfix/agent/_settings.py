@@ -55,6 +55,7 @@ class AgentSettings:
     # A reply that repeats a tried candidate or has no code is drawn again in the same turn, up to
     # this many times, sampled (redraw_temperature, a seed of its own): the turn is not spent on it.
     redraws: int = 0
+    redraw_turns: int | None = None  # only in the first this many turns (None: every turn)
     redraw_temperature: float = 0.8
     runtime_values: str = "none"  # RUNTIME_VALUES: a failing call's trace in the feedback (agent.tracing)
 

@@ -139,12 +139,16 @@ class RepairRun:
             return "error"
         return "reply"
 
+    def _may_redraw(self) -> bool:
+        turns = self.settings.redraw_turns
+        return turns is None or self.turn < turns
+
     def read(self) -> str:
         sender, reply, result = self.conversation, self._reply(), self.result
         assert self.sent is not None
         call = self.call = first_usable(extract_calls(reply.content, reply.tool_calls, self.request.target.function))
         wasted = self._wasted(call, reply)
-        if wasted is not None and len(self.redrawn) < self.settings.redraws:
+        if wasted is not None and len(self.redrawn) < self.settings.redraws and self._may_redraw():
             self.redrawn.append((wasted, reply))
             return "redraw"
         self.transcript.append(sender.assistant_message(reply))

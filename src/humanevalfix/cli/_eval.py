@@ -56,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_options(p)
     g = p.add_argument_group("repair policy")
     g.add_argument("--redraws", type=non_negative_int, default=0, metavar="N", help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times (default 0: the turn is spent on it)")
+    g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help="--redraws only in the first K turns (default: every turn); 1: only a first reply that repeats the buggy code or has none")
     g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -120,6 +121,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.exact_lookup and preset.provider != LOCAL:
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
+    if args.redraw_turns is not None and not args.redraws:
+        raise ConfigError("--redraw-turns: only with --redraws N (it says in which turns a reply is drawn again)")
     return RunConfig(
         preset=preset,
         dataset_path=resolve_path(args.dataset_path),
@@ -127,6 +130,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         limit=args.limit,
         max_iters=args.max_iters,
         redraws=args.redraws,
+        redraw_turns=args.redraw_turns,
         runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
