@@ -238,22 +238,19 @@ def plan(suspects: list[Suspect], budget: int, filename: str, path: Path | None 
     """The scopes tried in turn: the first suspect, the next, then the whole file (the first
     suspect's, else `path`).
 
-    The first suspect gets two thirds of the turns, rounded up: it is the function at fault in 38 of
-    the first 40 tasks of both sets of bench/fix_scope_bench.py, and a repair takes turns (20 of
-    the 40 passes of the committed default benchmark run came at the third or fourth turn). The rest is shared
-    evenly, two turns at least each (one turn has no feedback, as --max-iters 0), in order: with too
-    few turns for all, the whole file is left out first, as a small model does worst on it (it tends to answer with
-    unrelated code), and the second suspect is often the helper of the first.
+    The first suspect gets two thirds of the turns, rounded up: it is the function at fault in 38
+    of the first 40 tasks of both sets of bench/fix_scope_bench.py, and a repair takes turns (20 of
+    the 40 passes of the committed default benchmark run came at the third or fourth turn). The
+    rest is shared evenly, two turns at least each (one turn has no feedback, as --max-iters 0),
+    in order: with too few turns for all, the whole file is left out first, as a small model does
+    worst on it (it tends to answer with unrelated code), and the second suspect is often the
+    helper of the first.
     """
     scopes = [(s.name, s.why, s.path) for s in suspects[:STAGES]]
     whole = suspects[0].path if suspects and suspects[0].path else path
     scopes.append((None, "" if suspects else f"no failing test's traceback or failing line reaches a function of {filename}", whole))
-    first, others = scopes[0], scopes[1:]
-    rest = budget - -(-2 * budget // 3)
-    count = min(len(others), rest // 2)
-    if count == 0:
-        return [Stage(first[0], budget, first[1], first[2])]
-    others = others[:count]
-    shares = [budget - rest] + [rest // count + (1 if i < rest % count else 0) for i in range(count)]
-    scopes = [first, *others]
+    rest = budget - -(-2 * budget // 3)  # what the first suspect's two thirds (rounded up) leave
+    count = min(len(scopes) - 1, rest // 2)
+    scopes = scopes[: 1 + count]
+    shares = [budget - rest] + [rest // count + (1 if i < rest % count else 0) for i in range(count)] if count else [budget]
     return [Stage(name, turns, why, where) for (name, why, where), turns in zip(scopes, shares)]
