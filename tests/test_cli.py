@@ -92,6 +92,14 @@ def test_redraw_turns_without_redraws_is_one_error(tmp_path: Path, dataset_path:
     assert_one_error(proc, "--redraw-turns", "at least 1, got 0")
 
 
+def test_strategies_are_checked_before_the_run(tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "fix,guess"], tmp_path, monkeypatch, capsys)
+    assert_one_error(proc, "--strategies", "unknown strategy 'guess'")
+    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "rewrite"], tmp_path, monkeypatch, capsys)
+    assert_one_error(proc, "--strategies", "needs one of fix, explain")
+    assert not list(tmp_path.rglob("*.jsonl"))  # refused before any run started
+
+
 def test_missing_dataset_file_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere" / "tasks.jsonl"
     proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(missing)], tmp_path, monkeypatch, capsys)

@@ -36,7 +36,7 @@ RESULTS = REPO_ROOT / "results"
 GOLDEN = REPO_ROOT / "tests" / "golden" / "committed_reports.json"
 # What a migrated older config may add: the schema, the protocol named from its parts (or its
 # parts from the name), and the meaning a setting had before it was recorded.
-ADDED_BY_MIGRATION = {"schema_version", "protocol", "docstring", "feedback", "engine", "samples", "sampling.seed", "embedded_server.exact_lookup", "redraws", "redraw_turns", "runtime_values"}
+ADDED_BY_MIGRATION = {"schema_version", "protocol", "docstring", "feedback", "engine", "samples", "sampling.seed", "embedded_server.exact_lookup", "redraws", "redraw_turns", "strategies", "runtime_values"}
 
 
 def eval_results() -> list[Path]:
@@ -142,7 +142,7 @@ def test_resume_compares_every_result_affecting_field_and_no_informational_one(t
 
 def _other(key: str, value: Any) -> Any:
     if value is None:  # a value of the field's type
-        return ["row"] if key == "skipped_rows" else {"at": "then"} if key in ("plus_source", "rescored") else 1 if key == "redraw_turns" else "text"
+        return ["row"] if key == "skipped_rows" else {"at": "then"} if key in ("plus_source", "rescored") else 1 if key == "redraw_turns" else ["fix"] if key == "strategies" else "text"
     if isinstance(value, bool):
         return not value
     if isinstance(value, (int, float)):

@@ -103,6 +103,28 @@ def test_without_a_description_a_stuck_model_rewrites_from_the_shown_tests(task:
     assert result.stop_reason == "budget" and not any(a.outcome == "passed" for a in result.attempts)
 
 
+def test_a_run_without_explain_goes_from_fix_straight_to_rewrite(task: Task) -> None:
+    """--strategies fix,rewrite: the stuck model's next turn is the rewrite's fresh conversation."""
+    settings = AgentSettings(max_iters=5, docstring=False, strategies=("fix", "rewrite"))
+    with ScriptedServer([fenced(task.buggy_code)] * 6) as server:
+        result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+        requests = server.chat_requests()
+    assert [a.strategy for a in result.attempts] == ["fix", "rewrite", "rewrite"]
+    assert result.stop_reason == "stuck"  # the last resort had its two turns
+    assert not any("Before the code, write one sentence" in m["content"] for r in requests for m in r.body["messages"])
+    assert requests[1].body["messages"][0]["content"] == prompts.REWRITE_FROM_TESTS_SYSTEM_PROMPT
+
+
+def test_strategy_names_are_checked_and_put_in_escalation_order() -> None:
+    from humanevalfix.agent.strategies import usable_names
+
+    assert usable_names(("rewrite", "fix")) == ("fix", "rewrite")
+    with pytest.raises(ValueError, match="unknown strategy 'guess'"):
+        usable_names(("fix", "guess"))
+    with pytest.raises(ValueError, match="needs one of fix, explain"):
+        usable_names(("rewrite",))
+
+
 def test_with_neither_description_nor_tests_there_is_nothing_to_rewrite_from(task: Task) -> None:
     assert request_for_task(task, AgentSettings(docstring=False, feedback="none")).rewrite is None
     assert request_for_task(task, AgentSettings(docstring=False)).rewrite is not None

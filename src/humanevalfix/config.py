@@ -106,6 +106,7 @@ class RunConfig:
     max_iters: int = 5
     redraws: int = 0  # agent._settings.AgentSettings.redraws
     redraw_turns: int | None = None  # agent._settings.AgentSettings.redraw_turns
+    strategies: tuple[str, ...] | None = None  # agent._settings.AgentSettings.strategies
     runtime_values: str = "none"  # agent._settings.RUNTIME_VALUES
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
@@ -177,7 +178,7 @@ def run_spec(
         dataset=DatasetSpec(dataset_source, dataset_sha256, tuple(task_ids), tuple(skipped_rows) if skipped_rows else None),
         model=ModelSpec.of(p, config.preset_reason, EmbeddedServerSpec(config.prompt_lookup, config.exact_lookup)),
         protocol=ProtocolSpec.named(config.protocol),
-        agent=AgentSpec(max_iters=config.max_iters, engine=config.engine, samples=config.samples, workers=config.workers, redraws=config.redraws, redraw_turns=config.redraw_turns, runtime_values=config.runtime_values),
+        agent=AgentSpec(max_iters=config.max_iters, engine=config.engine, samples=config.samples, workers=config.workers, redraws=config.redraws, redraw_turns=config.redraw_turns, strategies=config.strategies, runtime_values=config.runtime_values),
         sandbox=SandboxSpec(
             executor=executor_name,
             docker=DockerSpec(docker.tag, docker.cpus, docker.memory, docker.pids) if executor_name == "docker" else None,

@@ -125,6 +125,7 @@ class AgentSpec:
     # the model sees (agent._settings); runs before them had neither.
     redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)
     redraw_turns: int | None = _f("redraw_turns", True, None, "--redraw-turns", legacy=None)
+    strategies: tuple[str, ...] | None = _f("strategies", True, None, "--strategies", legacy=None)  # None: all registered
     runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
@@ -220,6 +221,7 @@ def agent_settings(model: ModelSpec, protocol: ProtocolSpec, agent: AgentSpec) -
         seed=model.seed,
         redraws=agent.redraws,
         redraw_turns=agent.redraw_turns,
+        strategies=agent.strategies,
         runtime_values=agent.runtime_values,
     )
 

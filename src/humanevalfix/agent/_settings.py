@@ -51,6 +51,7 @@ class AgentSettings:
     docstring: bool = True  # the task's docstring in the prompt (eval: as --protocol says; `tests` leaves it out)
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
     rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
+    strategies: tuple[str, ...] | None = None  # text protocol: the ways of asking used, in escalation order (None: all)
     seed: int | None = None  # the preset's: base of each request's seed (request_seed); None sends none
     # A reply that repeats a tried candidate or has no code is drawn again in the same turn, up to
     # this many times, sampled (redraw_temperature, a seed of its own): the turn is not spent on it.

@@ -34,7 +34,7 @@ class TextConversation:
         self.transcript = transcript
         self._exchange = exchange
         can_rewrite = request.rewrite is not None and request.tests is not None
-        self._strategy = Strategy(can_rewrite, settings.rewrite_turns)
+        self._strategy = Strategy(can_rewrite, settings.rewrite_turns, settings.strategies)
         # The fresh conversations of the strategies that open one (rewrite), made once.
         self._openings = {s.name: s.opening(request) for s in STRATEGIES.values() if s.opening is not None and can_rewrite}
 

@@ -20,7 +20,8 @@ mostly the model repeating its own rewrite).
 
 A strategy is registered with `@strategy(name)` on what it sends after a turn (its wording is in
 agent/prompts.py, where the built-in ones are registered); the order of registration is the order of
-escalation. One with an `opening` starts a fresh conversation from it instead of the task, and needs
+escalation; a run may use only some of them (`--strategies`, AgentSettings.strategies), in that
+order. One with an `opening` starts a fresh conversation from it instead of the task, and needs
 what a rewrite needs (a description or tests to write from, and tests); the last of the usable ones
 is the last resort: REWRITE_TURNS turns, and the second half of the budget when it has an opening.
 """
@@ -61,12 +62,27 @@ def strategy(name: str, opening: Opening | None = None) -> Callable[[NextExchang
     return register
 
 
+def usable_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` checked (registered; at least one without an opening, which every task can use:
+    a rewrite needs tests to write from) and put in the order of escalation. ValueError names
+    the problem."""
+    unknown = [name for name in names if name not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
+    if not any(STRATEGIES[name].opening is None for name in names):
+        plain = ", ".join(name for name, spec in STRATEGIES.items() if spec.opening is None)
+        raise ValueError(f"needs one of {plain}: {', '.join(names)} cannot be used where no tests are shown")
+    return tuple(name for name in STRATEGIES if name in names)
+
+
 class Strategy:
     """The current way of asking and the turn it started at: its temperature schedule's turn 0,
     and the first turn whose repeats raise its temperature (AgentResult.repeats_since)."""
 
-    def __init__(self, can_rewrite: bool, rewrite_turns: int | None = REWRITE_TURNS) -> None:
-        self._order = [spec for spec in STRATEGIES.values() if spec.opening is None or can_rewrite]
+    def __init__(self, can_rewrite: bool, rewrite_turns: int | None = REWRITE_TURNS, names: tuple[str, ...] | None = None) -> None:
+        """`names`: the strategies this run may use (None: all); a rewrite only where it can."""
+        chosen = [spec for spec in STRATEGIES.values() if names is None or spec.name in names]
+        self._order = [spec for spec in chosen if spec.opening is None or can_rewrite]
         self.spec = self._order[0]
         self.start = 0
         self._rewrite_turns = rewrite_turns

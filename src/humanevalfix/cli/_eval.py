@@ -13,6 +13,7 @@ from rich.console import Console
 from humanevalfix.agent import RUNTIME_VALUES
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
+from humanevalfix.agent.strategies import STRATEGIES, usable_names
 from humanevalfix.cli._options import (
     add_model_options,
     non_negative_int,
@@ -57,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("repair policy")
     g.add_argument("--redraws", type=non_negative_int, default=0, metavar="N", help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times (default 0: the turn is spent on it)")
     g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help="--redraws only in the first K turns (default: every turn); 1: only a first reply that repeats the buggy code or has none")
+    g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} (default: all, in that order)")
     g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -83,6 +85,13 @@ def task_list(text: str) -> tuple[str, ...]:
     if not ids:
         raise argparse.ArgumentTypeError("no task ids given (e.g. --tasks Python/0,Python/10)")
     return ids
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("no names given (e.g. --strategies fix,rewrite)")
+    return names
 
 
 def resume_command(prog: str, argv: list[str], stream: Path) -> str:
@@ -113,6 +122,15 @@ def _protocol(args: argparse.Namespace) -> str:
     return str(args.protocol)
 
 
+def _strategies(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if names is None:
+        return None
+    try:
+        return usable_names(names)
+    except ValueError as exc:
+        raise ConfigError(f"--strategies: {exc}") from None
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     sandbox, docker = sandbox_from_args(args)
     require_engine(args.engine)  # refused before the model is resolved or started
@@ -123,6 +141,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
     if args.redraw_turns is not None and not args.redraws:
         raise ConfigError("--redraw-turns: only with --redraws N (it says in which turns a reply is drawn again)")
+    strategies = _strategies(args.strategies)
     return RunConfig(
         preset=preset,
         dataset_path=resolve_path(args.dataset_path),
@@ -131,6 +150,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         max_iters=args.max_iters,
         redraws=args.redraws,
         redraw_turns=args.redraw_turns,
+        strategies=strategies,
         runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
