@@ -28,6 +28,7 @@ The docker row needs a running daemon (`--only` without it leaves it out).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -103,14 +104,17 @@ def measure(label: str, executor: Executor, progs: list[tuple[str, str, bool]], 
     return Row(label, executor.isolation, latencies, overheads, setup_s, start_s, wrong)
 
 
-def plain_loop(tasks: list[Task], timeout_s: float) -> tuple[float, int]:
-    """One fresh interpreter per canonical program, no sandbox, no pass@1+: (seconds, passes)."""
+def plain_loop(tasks: list[Task], timeout_s: float, path: list[str] | None = None) -> tuple[float, int]:
+    """One fresh interpreter per canonical program, no sandbox, no pass@1+: (seconds, passes).
+    `path`: start each with `-S` and this sys.path instead (site's .pth files not run)."""
     passes = 0
+    head = [sys.executable] if path is None else [sys.executable, "-S"]
+    prefix = "" if path is None else f"import sys; sys.path[:] = {path!r}\n"
     start = time.perf_counter()
     for task in tasks:
-        program = PRELUDE + "\n" + (task.canonical_code or "") + "\n\n" + task.test
+        program = prefix + PRELUDE + "\n" + (task.canonical_code or "") + "\n\n" + task.test
         try:
-            done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=timeout_s)
+            done = subprocess.run([*head, "-c", program], capture_output=True, timeout=timeout_s)
             passes += done.returncode == 0
         except subprocess.TimeoutExpired:
             pass
@@ -146,25 +150,50 @@ def scored_pass(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, 
     return time.perf_counter() - start, passes, plus
 
 
+def site_cost() -> tuple[float, float, list[str], list[str]]:
+    """This interpreter's start in ms, with site and without (-S): the best of 10 each; the .pth
+    files site runs at every start; and the sys.path a start with site ends up with."""
+    def best(argv: list[str]) -> float:
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            subprocess.run(argv, capture_output=True, check=False)
+            times.append(time.perf_counter() - t0)
+        return min(times) * 1000
+
+    shown = subprocess.run([sys.executable, "-c", "import json, site, sys; print(json.dumps([sys.path[1:], site.getsitepackages()]))"], capture_output=True, text=True, check=True)
+    path, site_dirs = json.loads(shown.stdout)
+    pth = sorted(p.name for d in site_dirs if Path(d).is_dir() for p in Path(d).glob("*.pth"))
+    return best([sys.executable, "-c", "pass"]), best([sys.executable, "-S", "-c", "pass"]), pth, path
+
+
 def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: float, repeat: int) -> int:
     print(f"{len(tasks)} canonical solutions, serial, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    # The plain loop pays the interpreter's start once per program, the scored side a few times a
+    # run: a site that is slow to start (a .pth that imports a package) favours the scored side.
+    with_site, bare, pth, path = site_cost()
+    print(f"  this interpreter starts in {with_site:.0f} ms, {bare:.0f} ms without site (-S); its site runs {', '.join(pth) or 'no .pth files'}")
     plain: list[float] = []
+    bare_plain: list[float] = []
     kept: list[float] = []
     with tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache:
         first_s, passes, plus = scored(dataset, limit, timeout_s, Path(cache))
         same = passes == len(tasks)
-        # Alternated, so that a slow spell of a shared machine falls on both sides.
+        # Alternated, so that a slow spell of a shared machine falls on all sides.
         for _ in range(repeat):
             plain_s, plain_passes = plain_loop(tasks, timeout_s)
             again_s, passes_again, plus_again = scored(dataset, limit, timeout_s, Path(cache))
+            bare_s, bare_passes = plain_loop(tasks, timeout_s, path)
             plain.append(plain_s)
             kept.append(again_s)
-            same = same and passes_again == plain_passes == len(tasks) and plus_again == plus
-    best_plain, best_kept = min(plain), min(kept)
+            bare_plain.append(bare_s)
+            same = same and passes_again == plain_passes == bare_passes == len(tasks) and plus_again == plus
+    best_plain, best_kept, best_bare = min(plain), min(kept), min(bare_plain)
     print(f"  plain loop (fresh python per program, no sandbox, no pass@1+):    {best_plain:7.1f} s  pass {plain_passes}/{len(tasks)}  (each pass: {_times(plain)})")
     print(f"  scored, first time (computes the canonical answers and keeps them): {first_s:7.1f} s  pass {passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}  ratio {best_plain / first_s:.1f}x")
     print(f"  scored, answers kept (every later run on this dataset):           {best_kept:7.1f} s  pass {passes_again}/{len(tasks)}, pass@1+ {plus_again}/{len(tasks)}  ratio {best_plain / best_kept:.1f}x  (each pass: {_times(kept)})")
     print(f"  (best of {repeat} alternated passes per side; ratio of the medians {statistics.median(plain) / statistics.median(kept):.1f}x)")
+    print(f"  plain loop without site's .pth files (-S, the same sys.path):     {best_bare:7.1f} s  pass {bare_passes}/{len(tasks)}  ratio of the kept pass to it {best_bare / best_kept:.1f}x  (each pass: {_times(bare_plain)})")
     return 0 if same else 1
 
 

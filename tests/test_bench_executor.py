@@ -22,6 +22,9 @@ def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_rati
     first, kept = re.findall(r"scored, .*pass (\d)/4, pass@1\+ (\d)/4\s+ratio [\d.]+x", out)
     assert first == kept == ("4", "4")
     assert re.search(r"best of 2 alternated passes per side; ratio of the medians [\d.]+x", out)
+    # The setting the ratio depends on: what a start of this interpreter costs, and without site.
+    assert re.search(r"this interpreter starts in \d+ ms, \d+ ms without site \(-S\); its site runs ", out)
+    assert re.search(r"plain loop without site's .pth files .*pass 4/4  ratio of the kept pass to it [\d.]+x", out)
 
 
 def test_plus_cases_compares_two_budgets_task_by_task(capsys: pytest.CaptureFixture[str]) -> None:

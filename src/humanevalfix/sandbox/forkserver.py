@@ -81,10 +81,11 @@ class Server:
             self.sock.close()  # EOF: the server exits on its own...
         except OSError:
             pass
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
+        if self.base is not None:  # no PID namespace of its own: it must kill what its runs left
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
         kill_group(self.proc.pid)  # ...and whatever is left of its sandbox goes with it
         self.proc.wait()
         if self.group is not None:
