@@ -86,7 +86,7 @@ def test_bad_temperatures_exit_2(
 
 
 def test_redraw_turns_without_redraws_is_one_error(tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraw-turns", "1"], tmp_path, monkeypatch, capsys)
+    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "0", "--redraw-turns", "1"], tmp_path, monkeypatch, capsys)
     assert_one_error(proc, "--redraw-turns", "--redraws N")
     proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "1", "--redraw-turns", "0"], cwd=tmp_path)
     assert_one_error(proc, "--redraw-turns", "at least 1, got 0")

@@ -24,7 +24,7 @@ from humanevalfix.cli._options import (
     served_from_args,
     size_option,
 )
-from humanevalfix.config import RunConfig
+from humanevalfix.config import DEFAULT_REDRAW_TURNS, DEFAULT_REDRAWS, DEFAULT_STRATEGIES, RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
 from humanevalfix.models.client import RetryPolicy
@@ -56,9 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-docstring", dest="legacy_no_docstring", action="store_true", help=argparse.SUPPRESS)
     add_model_options(p)
     g = p.add_argument_group("repair policy")
-    g.add_argument("--redraws", type=non_negative_int, default=0, metavar="N", help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times (default 0: the turn is spent on it)")
-    g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help="--redraws only in the first K turns (default: every turn); 1: only a first reply that repeats the buggy code or has none")
-    g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} (default: all, in that order)")
+    g.add_argument("--redraws", type=non_negative_int, default=None, metavar="N", help=f"a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default {DEFAULT_REDRAWS}, in the first {DEFAULT_REDRAW_TURNS} turn)")
+    g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help=f"the redraws only in the first K turns (default {DEFAULT_REDRAW_TURNS}; with --redraws N alone: every turn)")
+    g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default {','.join(DEFAULT_STRATEGIES)})")
     g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -123,12 +123,23 @@ def _protocol(args: argparse.Namespace) -> str:
 
 
 def _strategies(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The chosen strategies; None for all of them (as runs recorded before the option)."""
     if names is None:
-        return None
+        return DEFAULT_STRATEGIES
     try:
-        return usable_names(names)
+        chosen = usable_names(names)
     except ValueError as exc:
         raise ConfigError(f"--strategies: {exc}") from None
+    return None if chosen == tuple(STRATEGIES) else chosen
+
+
+def _redraws(args: argparse.Namespace) -> tuple[int, int | None]:
+    """(redraws, redraw_turns): by default one redraw in the first turn; `--redraws N` alone redraws in every turn."""
+    if args.redraws is None:
+        return DEFAULT_REDRAWS, DEFAULT_REDRAW_TURNS if args.redraw_turns is None else args.redraw_turns
+    if args.redraw_turns is not None and not args.redraws:
+        raise ConfigError("--redraw-turns: only with --redraws N (it says in which turns a reply is drawn again)")
+    return args.redraws, args.redraw_turns
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -139,8 +150,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.exact_lookup and preset.provider != LOCAL:
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
-    if args.redraw_turns is not None and not args.redraws:
-        raise ConfigError("--redraw-turns: only with --redraws N (it says in which turns a reply is drawn again)")
+    redraws, redraw_turns = _redraws(args)
     strategies = _strategies(args.strategies)
     return RunConfig(
         preset=preset,
@@ -148,8 +158,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         task_ids=args.tasks,
         limit=args.limit,
         max_iters=args.max_iters,
-        redraws=args.redraws,
-        redraw_turns=args.redraw_turns,
+        redraws=redraws,
+        redraw_turns=redraw_turns,
         strategies=strategies,
         runtime_values=args.runtime_values,
         protocol=_protocol(args),

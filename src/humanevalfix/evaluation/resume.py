@@ -34,8 +34,17 @@ def check(old: RunSpec, new: RunSpec, path: Path) -> None:
         if before != now:
             raise UserError(
                 f"--resume {path}: option {option_of(key)} differs from the interrupted run "
-                f"({before!r} there, {now!r} now); rerun with the same options"
+                f"({_shown(key, before)} there, {_shown(key, now)} now); rerun with the same options"
             )
+
+
+def _shown(key: str, value: object) -> str:
+    """A stored value as the option takes it."""
+    if key == "strategies" and value is None:
+        return "all of them"  # what runs before --strategies used; --strategies fix,explain,rewrite
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return repr(value)
 
 
 def dataset_for(explicit: Path | None, old: RunSpec, max_field: int = ds.DEFAULT_MAX_FIELD) -> ds.Dataset:
