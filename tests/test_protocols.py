@@ -229,3 +229,18 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
         run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream), Console(file=io.StringIO()))
     resumed = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, protocol="agent"), Console(file=io.StringIO()))
     assert resumed.status == "complete" and len(resumed.records) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "policy"),
+    [
+        ([], (1, 1, ("fix", "rewrite"))),  # the default since 2026-11-26 (docs/results.md)
+        (["--redraws", "1"], (1, None, ("fix", "rewrite"))),  # --redraws N alone: every turn, as before
+        (["--redraw-turns", "2"], (1, 2, ("fix", "rewrite"))),
+        (["--redraws", "0", "--strategies", "fix,explain,rewrite"], (0, None, None)),  # the policy before: stored as runs before it were
+        (["--strategies", "rewrite,explain"], (1, 1, ("explain", "rewrite"))),  # escalation order
+    ],
+)
+def test_the_eval_repair_policy_options_and_their_defaults(options: list[str], policy: tuple[object, ...]) -> None:
+    config = config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))
+    assert (config.redraws, config.redraw_turns, config.strategies) == policy
