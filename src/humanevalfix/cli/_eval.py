@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-docstring", dest="legacy_no_docstring", action="store_true", help=argparse.SUPPRESS)
     add_model_options(p)
     g = p.add_argument_group("repair policy")
-    g.add_argument("--redraws", type=non_negative_int, default=None, metavar="N", help=f"a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default {DEFAULT_REDRAWS}, in the first {DEFAULT_REDRAW_TURNS} turn)")
+    g.add_argument("--redraws", type=non_negative_int, default=None, metavar="N", help=f"a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default {DEFAULT_REDRAWS}, only in the first --redraw-turns turns)")
     g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help=f"the redraws only in the first K turns (default {DEFAULT_REDRAW_TURNS}; with --redraws N alone: every turn)")
     g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default {','.join(DEFAULT_STRATEGIES)})")
     g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
@@ -80,18 +80,19 @@ EXIT_CODES = {"complete": 0, "complete_with_errors": 3, "aborted": 4, "interrupt
 _NOT_RESUMED = ("--limit", "--tasks", "--out", "--resume")
 
 
+def _comma_separated(text: str, nothing: str) -> tuple[str, ...]:
+    items = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not items:
+        raise argparse.ArgumentTypeError(nothing)
+    return items
+
+
 def task_list(text: str) -> tuple[str, ...]:
-    ids = tuple(t.strip() for t in text.split(",") if t.strip())
-    if not ids:
-        raise argparse.ArgumentTypeError("no task ids given (e.g. --tasks Python/0,Python/10)")
-    return ids
+    return _comma_separated(text, "no task ids given (e.g. --tasks Python/0,Python/10)")
 
 
 def name_list(text: str) -> tuple[str, ...]:
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
-    if not names:
-        raise argparse.ArgumentTypeError("no names given (e.g. --strategies fix,rewrite)")
-    return names
+    return _comma_separated(text, "no names given (e.g. --strategies fix,rewrite)")
 
 
 def resume_command(prog: str, argv: list[str], stream: Path) -> str:
