@@ -97,6 +97,8 @@ def test_strategies_are_checked_before_the_run(tmp_path: Path, dataset_path: Pat
     assert_one_error(proc, "--strategies", "unknown strategy 'guess'")
     proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "rewrite"], tmp_path, monkeypatch, capsys)
     assert_one_error(proc, "--strategies", "needs one of fix, explain")
+    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--rewrite-turns", "0"], tmp_path, monkeypatch, capsys)
+    assert_one_error(proc, "--rewrite-turns", "must be at least 1, got 0")
     assert not list(tmp_path.rglob("*.jsonl"))  # refused before any run started
 
 

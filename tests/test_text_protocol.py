@@ -143,7 +143,7 @@ def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) 
     assert requests[4].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
 
 
-@pytest.mark.parametrize(("rewrite_turns", "asked"), [(2, 5), (3, 6), (None, 6)])
+@pytest.mark.parametrize(("rewrite_turns", "asked"), [(1, 4), (2, 5), (3, 6), (None, 6)])
 def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(task: Task, rewrite_turns: int | None, asked: int) -> None:
     """Rewrite's later turns almost never pass (agent.strategies): after `rewrite_turns` of them the
     task ends, its budget not spent; recorded as `stuck`, scored on the last candidate like the budget."""

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Mapping
 from humanevalfix.agent import AgentSettings
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import PROTOCOLS
+from humanevalfix.agent.strategies import REWRITE_TURNS
 from humanevalfix.errors import UserError
 from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset
@@ -126,6 +127,9 @@ class AgentSpec:
     redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)
     redraw_turns: int | None = _f("redraw_turns", True, None, "--redraw-turns", legacy=None)
     strategies: tuple[str, ...] | None = _f("strategies", True, None, "--strategies", legacy=None)  # None: all registered
+    # Files before the option ran rewrite for REWRITE_TURNS turns (2, since commit 62b01cc; older
+    # ones, whose prompts differ anyway, for the rest of the budget).
+    rewrite_turns: int = _f("rewrite_turns", True, REWRITE_TURNS, "--rewrite-turns", legacy=REWRITE_TURNS)
     runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
@@ -222,6 +226,7 @@ def agent_settings(model: ModelSpec, protocol: ProtocolSpec, agent: AgentSpec) -
         redraws=agent.redraws,
         redraw_turns=agent.redraw_turns,
         strategies=agent.strategies,
+        rewrite_turns=agent.rewrite_turns,
         runtime_values=agent.runtime_values,
     )
 
