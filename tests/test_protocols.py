@@ -240,8 +240,9 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
         (["--redraws", "0", "--strategies", "fix,explain,rewrite"], (0, None, None, 2)),  # the policy before: stored as runs before it were
         (["--strategies", "rewrite,explain"], (1, 1, ("explain", "rewrite"), 2)),  # escalation order
         (["--rewrite-turns", "1"], (1, 1, ("fix", "rewrite"), 1)),
+        (["--rewrite-again", "fresh"], (1, 1, ("fix", "rewrite"), 2, "fresh")),
     ],
 )
 def test_the_eval_repair_policy_options_and_their_defaults(options: list[str], policy: tuple[object, ...]) -> None:
     config = config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))
-    assert (config.redraws, config.redraw_turns, config.strategies, config.rewrite_turns) == policy
+    assert (config.redraws, config.redraw_turns, config.strategies, config.rewrite_turns, config.rewrite_again)[: len(policy)] == policy

@@ -143,6 +143,26 @@ def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) 
     assert requests[4].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
 
 
+def test_rewrite_again_fresh_asks_each_later_rewrite_turn_from_its_opening_sampled(task: Task) -> None:
+    """--rewrite-again fresh: rewrite's second turn is the opening alone (not the failed rewrite and
+    its feedback), at the redraw temperature with the turn's own seed; `continue` sends the exchange."""
+    wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 6)]
+    asked = {}
+    for again in ("continue", "fresh"):
+        with ScriptedServer([fenced(w) for w in wrongs]) as server:
+            settings = AgentSettings(max_iters=4, seed=7, rewrite_again=again)
+            result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+            asked[again] = server.chat_requests()
+        assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * 2
+    continued, fresh = asked["continue"], asked["fresh"]
+    assert [m["role"] for m in continued[4].body["messages"]] == ["system", "user", "assistant", "user"]
+    assert fresh[4].body["messages"] == fresh[3].body["messages"] == continued[3].body["messages"]
+    assert continued[4].body["temperature"] == 0.3 and fresh[4].body["temperature"] == 0.8
+    assert fresh[3].body["temperature"] == 0.0  # the first rewrite turn stays greedy
+    assert fresh[4].body["seed"] == continued[4].body["seed"] != fresh[3].body["seed"]
+    assert [r.body for r in fresh[:4]] == [r.body for r in continued[:4]]
+
+
 @pytest.mark.parametrize(("rewrite_turns", "asked"), [(1, 4), (2, 5), (3, 6), (None, 6)])
 def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(task: Task, rewrite_turns: int | None, asked: int) -> None:
     """Rewrite's later turns almost never pass (agent.strategies): after `rewrite_turns` of them the

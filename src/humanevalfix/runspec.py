@@ -28,7 +28,7 @@ from typing import Any, Iterator, Mapping
 from humanevalfix.agent import AgentSettings
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import PROTOCOLS
-from humanevalfix.agent.strategies import REWRITE_TURNS
+from humanevalfix.agent.strategies import REWRITE_AGAIN, REWRITE_TURNS
 from humanevalfix.errors import UserError
 from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset
@@ -130,6 +130,7 @@ class AgentSpec:
     # Files before the option ran rewrite for REWRITE_TURNS turns (2, since commit 62b01cc; older
     # ones, whose prompts differ anyway, for the rest of the budget).
     rewrite_turns: int = _f("rewrite_turns", True, REWRITE_TURNS, "--rewrite-turns", legacy=REWRITE_TURNS)
+    rewrite_again: str = _f("rewrite_again", True, REWRITE_AGAIN[0], "--rewrite-again", legacy=REWRITE_AGAIN[0])
     runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
@@ -227,6 +228,7 @@ def agent_settings(model: ModelSpec, protocol: ProtocolSpec, agent: AgentSpec) -
         redraw_turns=agent.redraw_turns,
         strategies=agent.strategies,
         rewrite_turns=agent.rewrite_turns,
+        rewrite_again=agent.rewrite_again,
         runtime_values=agent.runtime_values,
     )
 

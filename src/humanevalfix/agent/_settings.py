@@ -6,7 +6,7 @@ import threading
 import zlib
 from dataclasses import dataclass, replace
 
-from humanevalfix.agent.strategies import REWRITE_TURNS
+from humanevalfix.agent.strategies import REWRITE_AGAIN, REWRITE_TURNS
 
 FEEDBACK_MODES = ("tests", "example", "none")
 # none: the failure alone; trace: and what the failing call did, line by line; locate: and the model
@@ -52,6 +52,7 @@ class AgentSettings:
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
     rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
     strategies: tuple[str, ...] | None = None  # text protocol: the ways of asking used, in escalation order (None: all)
+    rewrite_again: str = REWRITE_AGAIN[0]  # text protocol: the last resort's later turns (strategies.REWRITE_AGAIN)
     seed: int | None = None  # the preset's: base of each request's seed (request_seed); None sends none
     # A reply that repeats a tried candidate or has no code is drawn again in the same turn, up to
     # this many times, sampled (redraw_temperature, a seed of its own): the turn is not spent on it.

@@ -64,9 +64,12 @@ class TextConversation:
             self._exchange = []
         strategy = self._strategy
         base = self._openings.get(strategy.name, self.transcript[:2])
+        temperature = self.settings.temperature(turn - strategy.start, result.repeats_since(strategy.start))
+        if self._fresh_again(turn):
+            temperature = self.settings.redraw_temperature  # an independent draw from the same opening
         return ChatRequest(
             messages=base + self._exchange,
-            temperature=self.settings.temperature(turn - strategy.start, result.repeats_since(strategy.start)),
+            temperature=temperature,
             max_tokens=self.settings.max_tokens,
             tools=None,
             task_id=self.request.task_id,
@@ -90,10 +93,15 @@ class TextConversation:
         if stuck:
             self._strategy.escalate(turn)
         spec = self._strategy.spec
-        if spec.opening is not None and self._strategy.start == turn:
+        if spec.opening is not None and (self._strategy.start == turn or self.settings.rewrite_again == "fresh"):
             self._exchange = []  # a fresh conversation: the buggy body is what it kept copying
         else:
             self._exchange = spec.next_exchange(self.request, exchange)
+
+    def _fresh_again(self, turn: int) -> bool:
+        """A later turn of a strategy with an opening, asked afresh (--rewrite-again fresh)."""
+        strategy = self._strategy
+        return self.settings.rewrite_again == "fresh" and strategy.spec.opening is not None and turn > strategy.start
 
     def out_of_ways(self, turn: int) -> bool:
         return self._strategy.spent(turn)

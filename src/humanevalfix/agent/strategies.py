@@ -34,6 +34,11 @@ from typing import Any, Callable
 from humanevalfix.registry import Registry
 
 REWRITE_TURNS = 2
+# How a strategy with an opening asks on its later turns: `continue` sends its last exchange (the
+# candidate and how it failed); `fresh` starts from the opening again, sampled (redraw_temperature,
+# the turn's seed), an independent draw: continued, the 0.5B model's second rewrite passed no task
+# in four full runs (0 in ~120 turns each) and repeated its own rewrite in two thirds of them.
+REWRITE_AGAIN = ("continue", "fresh")
 
 Messages = list[dict[str, Any]]
 # (request, exchange) -> the messages sent after the opening on the next turn (agent._text).
