@@ -93,6 +93,11 @@ SCENARIOS: dict[str, Scenario] = {
     "text: budget ends on a repeat": Scenario(
         "Python/3", False, {"max_iters": 2}, [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong2")], routes={("repeat", "budget")}
     ),
+    "text: a repeat asks rewrite in the same turn (--rewrite-now), rewrite again afresh, then a pass": Scenario(
+        "Python/3", False, {"max_iters": 3, "redraws": 1, "redraw_turns": 1, "rewrite_now": True, "rewrite_again": "fresh", "rewrite_turns": 3, "seed": 3},
+        [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "canonical")],
+        routes={("read", "redraw")},
+    ),
     "text: a repeat and no code drawn again in the same turn, then a pass": Scenario(
         "Python/3", False, {"max_iters": 2, "redraws": 2},
         [("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "canonical")],

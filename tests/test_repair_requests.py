@@ -160,7 +160,7 @@ def run_scenario(task: Task, native: bool, settings: dict[str, Any], replies: li
             {"messages": r.messages, "temperature": r.temperature, "max_tokens": r.max_tokens, "tools": r.tools, "task_id": r.task_id}
             for r in model.requests
         ],
-        "attempts": [asdict(a) for a in result.attempts],
+        "attempts": result.attempts_dicts(),  # as recorded
         "runs": [list(r) for r in executor.runs],
         "trace": result.messages,
         "first_code": result.first_code,

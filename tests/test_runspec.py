@@ -36,7 +36,7 @@ RESULTS = REPO_ROOT / "results"
 GOLDEN = REPO_ROOT / "tests" / "golden" / "committed_reports.json"
 # What a migrated older config may add: the schema, the protocol named from its parts (or its
 # parts from the name), and the meaning a setting had before it was recorded.
-ADDED_BY_MIGRATION = {"schema_version", "protocol", "docstring", "feedback", "engine", "samples", "sampling.seed", "embedded_server.exact_lookup", "redraws", "redraw_turns", "strategies", "rewrite_turns", "rewrite_again", "runtime_values"}
+ADDED_BY_MIGRATION = {"schema_version", "protocol", "docstring", "feedback", "engine", "samples", "sampling.seed", "embedded_server.exact_lookup", "redraws", "redraw_turns", "strategies", "rewrite_turns", "rewrite_again", "rewrite_now", "runtime_values"}
 
 
 def eval_results() -> list[Path]:

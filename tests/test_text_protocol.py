@@ -163,6 +163,33 @@ def test_rewrite_again_fresh_asks_each_later_rewrite_turn_from_its_opening_sampl
     assert [r.body for r in fresh[:4]] == [r.body for r in continued[:4]]
 
 
+def test_rewrite_now_asks_the_last_resort_in_the_same_turn_when_a_reply_brings_nothing_new(task: Task) -> None:
+    """--rewrite-now: the buggy code sent back is set aside (its cost counted), and turn 0 asks
+    rewrite's fresh conversation, greedy; a rewrite that repeats too is the turn's outcome."""
+    wrong = task.buggy_code.replace("balance == 0", "balance < -100")
+    script = [fenced(task.buggy_code), fenced(wrong), fenced(wrong), fenced(task.canonical_code or "")]
+    with ScriptedServer(script) as server:
+        settings = AgentSettings(max_iters=5, rewrite_now=True, rewrite_turns=None)
+        result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+        requests = server.chat_requests()
+    first, second = result.attempts[:2]
+    assert (first.turn, first.strategy, first.rewritten_from, first.redrawn, first.outcome) == (0, "rewrite", "fix", ["repeat"], "failed")
+    assert [m["role"] for m in requests[1].body["messages"]] == ["system", "user"]
+    assert requests[1].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
+    assert requests[1].body["temperature"] == 0.0
+    assert (second.turn, second.strategy, second.rewritten_from, second.redrawn, second.outcome) == (1, "rewrite", None, [], "repeat")
+    assert result.attempts[2].outcome == "passed" and len(requests) == 4
+    assert result.first_code == wrong  # turn 0's candidate: the rewrite
+
+
+def test_without_rewrite_now_or_a_way_to_rewrite_the_repeat_spends_its_turn(task: Task) -> None:
+    wrong = task.buggy_code.replace("balance == 0", "balance < -100")
+    for settings in (AgentSettings(max_iters=2), AgentSettings(max_iters=2, rewrite_now=True, strategies=("fix", "explain"))):
+        with ScriptedServer([fenced(task.buggy_code), fenced(wrong), fenced(wrong)]) as server:
+            result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+        assert (result.attempts[0].outcome, result.attempts[0].strategy, result.attempts[0].rewritten_from) == ("repeat", "fix", None)
+
+
 @pytest.mark.parametrize(("rewrite_turns", "asked"), [(1, 4), (2, 5), (3, 6), (None, 6)])
 def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(task: Task, rewrite_turns: int | None, asked: int) -> None:
     """Rewrite's later turns almost never pass (agent.strategies): after `rewrite_turns` of them the

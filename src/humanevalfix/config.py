@@ -107,6 +107,7 @@ DEFAULT_REDRAW_TURNS = 1
 DEFAULT_STRATEGIES = ("fix", "rewrite")
 DEFAULT_REWRITE_TURNS = REWRITE_TURNS
 DEFAULT_REWRITE_AGAIN = REWRITE_AGAIN[0]
+DEFAULT_REWRITE_NOW = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ class RunConfig:
     strategies: tuple[str, ...] | None = DEFAULT_STRATEGIES  # agent._settings.AgentSettings.strategies (None: all)
     rewrite_turns: int = DEFAULT_REWRITE_TURNS  # agent._settings.AgentSettings.rewrite_turns
     rewrite_again: str = DEFAULT_REWRITE_AGAIN  # agent._settings.AgentSettings.rewrite_again
+    rewrite_now: bool = DEFAULT_REWRITE_NOW  # agent._settings.AgentSettings.rewrite_now
     runtime_values: str = "none"  # agent._settings.RUNTIME_VALUES
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
@@ -192,7 +194,7 @@ def run_spec(
         dataset=DatasetSpec(dataset_source, dataset_sha256, tuple(task_ids), tuple(skipped_rows) if skipped_rows else None),
         model=ModelSpec.of(p, config.preset_reason, EmbeddedServerSpec(config.prompt_lookup, config.exact_lookup)),
         protocol=ProtocolSpec.named(config.protocol),
-        agent=AgentSpec(max_iters=config.max_iters, engine=config.engine, samples=config.samples, workers=config.workers, redraws=config.redraws, redraw_turns=config.redraw_turns, strategies=config.strategies, rewrite_turns=config.rewrite_turns, rewrite_again=config.rewrite_again, runtime_values=config.runtime_values),
+        agent=AgentSpec(max_iters=config.max_iters, engine=config.engine, samples=config.samples, workers=config.workers, redraws=config.redraws, redraw_turns=config.redraw_turns, strategies=config.strategies, rewrite_turns=config.rewrite_turns, rewrite_again=config.rewrite_again, rewrite_now=config.rewrite_now, runtime_values=config.runtime_values),
         sandbox=SandboxSpec(
             executor=executor_name,
             docker=DockerSpec(docker.tag, docker.cpus, docker.memory, docker.pids) if executor_name == "docker" else None,

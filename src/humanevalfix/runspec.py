@@ -131,6 +131,7 @@ class AgentSpec:
     # ones, whose prompts differ anyway, for the rest of the budget).
     rewrite_turns: int = _f("rewrite_turns", True, REWRITE_TURNS, "--rewrite-turns", legacy=REWRITE_TURNS)
     rewrite_again: str = _f("rewrite_again", True, REWRITE_AGAIN[0], "--rewrite-again", legacy=REWRITE_AGAIN[0])
+    rewrite_now: bool = _f("rewrite_now", True, False, "--rewrite-now", legacy=False)
     runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
@@ -229,6 +230,7 @@ def agent_settings(model: ModelSpec, protocol: ProtocolSpec, agent: AgentSpec) -
         strategies=agent.strategies,
         rewrite_turns=agent.rewrite_turns,
         rewrite_again=agent.rewrite_again,
+        rewrite_now=agent.rewrite_now,
         runtime_values=agent.runtime_values,
     )
 

@@ -54,5 +54,8 @@ class Conversation(Protocol):
     def record(self, turn: int, exchange: Exchange, stuck: bool) -> None:
         """A finished turn (`turn` is the next one's number); `stuck`: a repeat or no code at all."""
 
+    def rewrite_now(self, turn: int) -> bool:
+        """Whether a reply without a new candidate is answered in the same turn by the last resort."""
+
     def out_of_ways(self, turn: int) -> bool:
         """True when no way of asking is left before turn `turn`, budget or not (agent.strategies)."""

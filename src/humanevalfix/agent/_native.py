@@ -83,5 +83,8 @@ class NativeConversation:
     def record(self, turn: int, exchange: Exchange, stuck: bool) -> None:
         pass  # the transcript, which the driver extends, is the next request
 
+    def rewrite_now(self, turn: int) -> bool:
+        return False  # one conversation, no strategies
+
     def out_of_ways(self, turn: int) -> bool:
         return False  # one way of asking: the budget alone ends it

@@ -24,6 +24,9 @@ class Attempt:
     # Replies drawn before this one in the same turn and set aside (AgentSettings.redraws), by what
     # they were: repeat | no_code. Their tokens and latency are counted in this attempt's.
     redrawn: list[str] = field(default_factory=list)
+    # The strategy whose last reply in this turn brought nothing new, before the turn asked the last
+    # resort instead (AgentSettings.rewrite_now); None when the turn kept its strategy.
+    rewritten_from: str | None = None
 
 
 @dataclass
@@ -44,7 +47,9 @@ class AgentResult:
         return len(self.attempts)
 
     def attempts_dicts(self) -> list[dict[str, Any]]:
-        return [asdict(a) for a in self.attempts]
+        """As recorded: `rewritten_from` only where a turn asked the last resort instead, so the
+        records of runs without --rewrite-now read as before."""
+        return [{k: v for k, v in asdict(a).items() if k != "rewritten_from" or v is not None} for a in self.attempts]
 
     def repeats_since(self, turn: int) -> int:
         """Candidates sent again (not run again) from `turn` on: each raises the temperature."""

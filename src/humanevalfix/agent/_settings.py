@@ -52,6 +52,9 @@ class AgentSettings:
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
     rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
     strategies: tuple[str, ...] | None = None  # text protocol: the ways of asking used, in escalation order (None: all)
+    # A reply that still brings no new candidate once its redraws are spent is set aside, and the
+    # same turn asks the last resort (rewrite) in its fresh conversation: the turn is not spent on it.
+    rewrite_now: bool = False
     rewrite_again: str = REWRITE_AGAIN[0]  # text protocol: the last resort's later turns (strategies.REWRITE_AGAIN)
     seed: int | None = None  # the preset's: base of each request's seed (request_seed); None sends none
     # A reply that repeats a tried candidate or has no code is drawn again in the same turn, up to

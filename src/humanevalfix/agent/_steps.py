@@ -53,7 +53,7 @@ ROUTES: dict[str, dict[str, str]] = {
 # One line per step, for `humanevalfix graph`, the README and docs/langgraph.md.
 STEP_DOCS: dict[str, str] = {
     "ask": "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a prompt too long for the context retries cut down (context_exceeded once nothing is left to cut), a stop event ends",
-    "read": "find the run_code call in the reply and record the turn's attempt; a repeat or a reply without code is drawn again in the same turn, sampled, while --redraws allow",
+    "read": "find the run_code call in the reply and record the turn's attempt; a repeat or a reply without code is drawn again in the same turn, sampled, while --redraws allow, then (--rewrite-now) asked the last resort's way",
     "check": "the candidate's syntax and signature, then its fingerprint against those tried; with --max-iters 0 it ends here",
     "run": "run the candidate against the feedback tests in the sandbox",
     "feedback": "tell the model the failure (or why its call was refused) and go on while turns are left",
@@ -101,6 +101,7 @@ class RepairRun:
         self.attempt: Attempt | None = None
         self.checked: CodeCheck | None = None
         self.redrawn: list[tuple[str, ChatReply]] = []  # this turn's replies set aside: (repeat | no_code, reply)
+        self.rewritten_from: str | None = None  # this turn's strategy before it asked the last resort instead
         self.fit = ContextFit.for_tests(request.tests)  # what is left out to fit the server's context
 
     @property
@@ -117,7 +118,7 @@ class RepairRun:
             return "interrupted"
         sender = self.conversation = self.conversation.for_mode(self.mode, self.last)
         full = sender.next_request(self.turn, result)
-        if self.redrawn:  # the same turn drawn again: sampled, from a seed of its own
+        if self.redrawn and self.rewritten_from is None:  # the same turn drawn again: sampled, from a seed of its own
             seed = self.settings.redraw_seed(self.request.task_id, self.turn, len(self.redrawn))
             full = replace(full, temperature=max(full.temperature, self.settings.redraw_temperature), seed=seed)
         self.sent = self.fit.apply(full)
@@ -151,11 +152,18 @@ class RepairRun:
         if wasted is not None and len(self.redrawn) < self.settings.redraws and self._may_redraw():
             self.redrawn.append((wasted, reply))
             return "redraw"
+        if wasted is not None and self.settings.rewrite_now and self.rewritten_from is None:
+            strategy = sender.strategy
+            if sender.rewrite_now(self.turn):  # asked as its own fresh conversation asks, not sampled
+                self.redrawn.append((wasted, reply))
+                self.rewritten_from = strategy
+                return "redraw"
         self.transcript.append(sender.assistant_message(reply))
         sender.observe(reply, call, self.mode)
         result.tool_mode = self.mode.name
         self.attempt = _attempt(self.turn, self.sent.temperature, reply, call, sender.strategy)
         _count_redrawn(self.attempt, self.redrawn)
+        self.attempt.rewritten_from, self.rewritten_from = self.rewritten_from, None
         self.redrawn = []
         if call is None and reply.oversize:
             self.attempt.outcome = "too_large"  # the reply was dropped unread (models.client.bounded)

@@ -98,6 +98,14 @@ class TextConversation:
         else:
             self._exchange = spec.next_exchange(self.request, exchange)
 
+    def rewrite_now(self, turn: int) -> bool:
+        """A reply that brought nothing new: the same turn asks the last resort, in its fresh
+        conversation, if it is not the way already (AgentSettings.rewrite_now)."""
+        if not self._strategy.to_last_resort(turn):
+            return False
+        self._exchange = []
+        return True
+
     def _fresh_again(self, turn: int) -> bool:
         """A later turn of a strategy with an opening, asked afresh (--rewrite-again fresh)."""
         strategy = self._strategy

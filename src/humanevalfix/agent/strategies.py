@@ -109,6 +109,14 @@ class Strategy:
         """Whether the last resort has had its turns by `turn` (the next turn's number)."""
         return self.spec.opening is not None and self._rewrite_turns is not None and turn - self.start >= self._rewrite_turns
 
+    def to_last_resort(self, turn: int) -> bool:
+        """The last resort from `turn` on, if it opens a conversation of its own and is not the way
+        already (AgentSettings.rewrite_now); True if that starts now."""
+        if self._last.opening is not None and self.spec is not self._last:
+            self.spec, self.start = self._last, turn
+            return True
+        return False
+
     def before_turn(self, turn: int, budget: int) -> bool:
         """The second half of the turns rewrites; True if that starts now."""
         if self._last.opening is not None and self.spec is not self._last and turn > 0 and budget - turn <= budget // 2:

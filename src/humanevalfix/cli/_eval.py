@@ -24,7 +24,7 @@ from humanevalfix.cli._options import (
     served_from_args,
     size_option,
 )
-from humanevalfix.config import DEFAULT_REDRAW_TURNS, DEFAULT_REDRAWS, DEFAULT_REWRITE_AGAIN, DEFAULT_REWRITE_TURNS, DEFAULT_STRATEGIES, RunConfig
+from humanevalfix.config import DEFAULT_REDRAW_TURNS, DEFAULT_REDRAWS, DEFAULT_REWRITE_AGAIN, DEFAULT_REWRITE_NOW, DEFAULT_REWRITE_TURNS, DEFAULT_STRATEGIES, RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
 from humanevalfix.models.client import RetryPolicy
@@ -61,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default {','.join(DEFAULT_STRATEGIES)})")
     g.add_argument("--rewrite-turns", type=positive_int, default=DEFAULT_REWRITE_TURNS, metavar="N", help=f"text protocol: turns of rewrite, the last resort, before the task ends as stuck (default {DEFAULT_REWRITE_TURNS})")
     g.add_argument("--rewrite-again", choices=REWRITE_AGAIN, default=DEFAULT_REWRITE_AGAIN, help=f"text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or start it afresh, sampled (default {DEFAULT_REWRITE_AGAIN})")
+    g.add_argument("--rewrite-now", action=argparse.BooleanOptionalAction, default=DEFAULT_REWRITE_NOW, help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same turn asks rewrite, the last resort, instead of spending the turn (default: off)")
     g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -166,6 +167,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         strategies=strategies,
         rewrite_turns=args.rewrite_turns,
         rewrite_again=args.rewrite_again,
+        rewrite_now=args.rewrite_now,
         runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
