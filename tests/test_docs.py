@@ -199,6 +199,7 @@ README_RUNS = [
     "local-0.5b_hidden_repair.json",
     "local-0.5b_repair.json",
     "local-0.5b_max-iters-0.json",
+    "local-1.5b_tests_repair.json",
 ]
 # Earlier policies' runs, kept for comparison in docs/results.md.
 RESULTS_MD_RUNS = [
@@ -223,7 +224,7 @@ def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     assert f"--out results/{name}" in text, f"{doc.name} does not give the command that wrote results/{name}"
 
 
-@pytest.mark.parametrize("name", ["local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-0.5b_tests_repair_seeded.json", "local-0.5b_hidden_repair.json", "local-0.5b_repair.json"])
+@pytest.mark.parametrize("name", ["local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-1.5b_tests_repair.json", "local-0.5b_tests_repair_seeded.json", "local-0.5b_hidden_repair.json", "local-0.5b_repair.json"])
 def test_readme_share_of_turns_without_new_code_comes_from_the_run(name: str):
     """The README row's share of turns that brought no new candidate (`repeat`, `no_code`), from the run's turns."""
     outcomes = [a["outcome"] for t in _results(name)["tasks"] for a in t["attempts"]]
