@@ -182,6 +182,15 @@ def test_rewrite_now_asks_the_last_resort_in_the_same_turn_when_a_reply_brings_n
     assert result.first_code == wrong  # turn 0's candidate: the rewrite
 
 
+def test_with_max_iters_0_one_reply_is_the_attempt_whatever_the_policy_says(task: Task) -> None:
+    """The single-attempt setting stays one reply: no redraw, no rewrite in its turn."""
+    settings = AgentSettings(max_iters=0, redraws=2, redraw_turns=None, rewrite_now=True)
+    with ScriptedServer([text("I think the bug is in the loop.")]) as server:
+        result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
+        assert len(server.chat_requests()) == 1
+    assert [(a.outcome, a.redrawn, a.rewritten_from) for a in result.attempts] == [("no_code", [], None)]
+
+
 def test_without_rewrite_now_or_a_way_to_rewrite_the_repeat_spends_its_turn(task: Task) -> None:
     wrong = task.buggy_code.replace("balance == 0", "balance < -100")
     for settings in (AgentSettings(max_iters=2), AgentSettings(max_iters=2, rewrite_now=True, strategies=("fix", "explain"))):

@@ -141,8 +141,10 @@ class RepairRun:
         return "reply"
 
     def _may_redraw(self) -> bool:
+        """Within --redraw-turns; never with --max-iters 0, whose one reply is the one attempt
+        (the published single-attempt setting), as it is for --rewrite-now."""
         turns = self.settings.redraw_turns
-        return turns is None or self.turn < turns
+        return self.settings.max_iters > 0 and (turns is None or self.turn < turns)
 
     def read(self) -> str:
         sender, reply, result = self.conversation, self._reply(), self.result
@@ -152,7 +154,7 @@ class RepairRun:
         if wasted is not None and len(self.redrawn) < self.settings.redraws and self._may_redraw():
             self.redrawn.append((wasted, reply))
             return "redraw"
-        if wasted is not None and self.settings.rewrite_now and self.rewritten_from is None:
+        if wasted is not None and self.settings.rewrite_now and self.rewritten_from is None and self.settings.max_iters > 0:
             strategy = sender.strategy
             if sender.rewrite_now(self.turn):  # asked as its own fresh conversation asks, not sampled
                 self.redrawn.append((wasted, reply))
