@@ -208,6 +208,7 @@ RESULTS_MD_RUNS = [
     "local-0.5b_tests_repair_capped.json",
     "local-0.5b_tests_repair_redraws-1.json",
     "local-0.5b_tests_repair_redraws-1-turn-0.json",
+    "local-0.5b_tests_repair_rewrite-now_fresh.json",
 ]
 
 
