@@ -194,8 +194,8 @@ def _results(name: str) -> dict:
 
 README_RUNS = [
     "local-0.5b_tests_max-iters-0.json",
+    "local-0.5b_tests_repair_rewrite-now_fresh.json",
     "local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json",
-    "local-0.5b_tests_repair_seeded.json",
     "local-0.5b_hidden_repair.json",
     "local-0.5b_repair.json",
     "local-0.5b_max-iters-0.json",
@@ -208,7 +208,7 @@ RESULTS_MD_RUNS = [
     "local-0.5b_tests_repair_capped.json",
     "local-0.5b_tests_repair_redraws-1.json",
     "local-0.5b_tests_repair_redraws-1-turn-0.json",
-    "local-0.5b_tests_repair_rewrite-now_fresh.json",
+    "local-0.5b_tests_repair_seeded.json",
 ]
 
 
@@ -225,7 +225,7 @@ def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     assert f"--out results/{name}" in text, f"{doc.name} does not give the command that wrote results/{name}"
 
 
-@pytest.mark.parametrize("name", ["local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-1.5b_tests_repair.json", "local-0.5b_tests_repair_seeded.json", "local-0.5b_hidden_repair.json", "local-0.5b_repair.json"])
+@pytest.mark.parametrize("name", ["local-0.5b_tests_repair_rewrite-now_fresh.json", "local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-1.5b_tests_repair.json", "local-0.5b_hidden_repair.json", "local-0.5b_repair.json"])
 def test_readme_share_of_turns_without_new_code_comes_from_the_run(name: str):
     """The README row's share of turns that brought no new candidate (`repeat`, `no_code`), from the run's turns."""
     outcomes = [a["outcome"] for t in _results(name)["tasks"] for a in t["attempts"]]
@@ -271,3 +271,44 @@ def test_batch_exactness_numbers_in_the_local_model_doc_come_from_the_files(name
         row = f"| {build}, repack {'on' if repack else 'off'}"
         line = next(l for l in text.splitlines() if l.startswith(row))
         assert line.split("|")[2:-1] == [f" {c} " for c in cells], line
+
+
+# What the model was asked, and how: the settings a documented command must make again.
+_POLICY_FIELDS = ("max_iters", "redraws", "redraw_turns", "strategies", "rewrite_turns", "rewrite_again", "rewrite_now", "runtime_values")
+
+
+def _commands_of_committed_runs() -> list[tuple[str, list[str], str]]:
+    """(doc, eval argv, results file) for each documented eval command that wrote a committed file."""
+    from humanevalfix.cli._main import COMMANDS
+
+    from .doc_commands import documented
+
+    found = []
+    for doc, program, argv in documented():
+        if program != "humanevalfix" or "--out" not in argv or (argv[0] in COMMANDS and argv[0] != "eval"):
+            continue
+        out = argv[argv.index("--out") + 1]
+        if out.startswith("results/") and (ROOT / out).is_file():
+            found.append((doc, argv if argv[0] == "eval" else ["eval", *argv], out))
+    return found
+
+
+@pytest.mark.parametrize(("doc", "argv", "out"), _commands_of_committed_runs(), ids=lambda v: v if isinstance(v, str) else None)
+def test_the_documented_command_of_a_committed_run_makes_its_settings(doc: str, argv: list[str], out: str):
+    """Run today, the command beside a committed run asks the model as that run did: a changed
+    default must not leave an older run's command silently making another run (--policy names
+    the earlier defaults)."""
+    from humanevalfix.cli._eval import config_from_args
+    from humanevalfix.cli._main import build_parser
+    from humanevalfix.runspec import from_dict
+
+    config = config_from_args(build_parser().parse_args(argv))
+    spec = from_dict(json.loads((ROOT / out).read_text(encoding="utf-8"))["config"])
+    made = {name: getattr(config, name) for name in _POLICY_FIELDS} | {"protocol": config.protocol}
+    stored = {name: getattr(spec.agent, name) for name in _POLICY_FIELDS} | {"protocol": spec.protocol.name}
+    assert made == stored, f"{doc}: {' '.join(argv)}"
+
+
+def test_some_documented_commands_are_checked_against_their_runs():
+    outs = {out for _, _, out in _commands_of_committed_runs()}
+    assert {"results/local-0.5b_tests_repair_rewrite-now_fresh.json", "results/local-0.5b_repair.json", "results/local-1.5b_tests_repair.json"} <= outs

@@ -58,7 +58,7 @@ TMP_PREFIX = "/tmp/"
 
 # The docs' placeholders that a committed file can stand for.
 PLACEHOLDERS = {
-    "results/RUN.json": "results/local-0.5b_tests_repair_seeded.json",  # the README's current run
+    "results/RUN.json": "results/local-0.5b_tests_repair_rewrite-now_fresh.json",  # the README's current run
     "results/A.json": "results/local-0.5b_tests_repair_seeded.json",  # a comparison docs/results.md makes
     "results/B.json": "results/local-0.5b_tests_first40_redraws-2.json",
     "GENERATIONS.json": "results/local-0.5b_limit-10.generations.json",  # 10 tasks: quick to score

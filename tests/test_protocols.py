@@ -15,7 +15,7 @@ from rich.console import Console
 from humanevalfix.cli import build_parser, config_from_args
 from humanevalfix.config import RunConfig
 from humanevalfix.evaluation.dataset import Task
-from humanevalfix.errors import UserError
+from humanevalfix.errors import ConfigError, UserError
 from humanevalfix.agent import AgentSettings, Rewrite, request_for_task
 from humanevalfix.agent.prompts import rewrite_messages, task_prompt
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
@@ -234,15 +234,26 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
 @pytest.mark.parametrize(
     ("options", "policy"),
     [
-        ([], (1, 1, ("fix", "rewrite"), 2)),  # the default since 2026-11-26 (docs/results.md)
+        ([], (1, 1, ("fix", "rewrite"), 2, "fresh", True)),  # the default since commit 548466f's run (docs/results.md)
         (["--redraws", "1"], (1, None, ("fix", "rewrite"), 2)),  # --redraws N alone: every turn, as before
         (["--redraw-turns", "2"], (1, 2, ("fix", "rewrite"), 2)),
-        (["--redraws", "0", "--strategies", "fix,explain,rewrite"], (0, None, None, 2)),  # the policy before: stored as runs before it were
+        (["--redraws", "0", "--strategies", "fix,explain,rewrite", "--rewrite-again", "continue", "--no-rewrite-now"], (0, None, None, 2, "continue", False)),  # the first policy: stored as runs before it were
+        (["--no-rewrite-now", "--rewrite-again", "continue"], (1, 1, ("fix", "rewrite"), 2, "continue", False)),  # the default before it
+        (["--policy", "redraw"], (1, 1, ("fix", "rewrite"), 2, "continue", False)),  # ... by its name
+        (["--policy", "plain"], (0, None, None, 2, "continue", False)),  # the first policy
+        (["--policy", "plain", "--redraws", "1"], (1, None, None, 2, "continue", False)),  # an option overrides its part
+        (["--policy", "redraw", "--redraw-turns", "2", "--rewrite-now"], (1, 2, ("fix", "rewrite"), 2, "continue", True)),
         (["--strategies", "rewrite,explain"], (1, 1, ("explain", "rewrite"), 2)),  # escalation order
         (["--rewrite-turns", "1"], (1, 1, ("fix", "rewrite"), 1)),
-        (["--rewrite-again", "fresh"], (1, 1, ("fix", "rewrite"), 2, "fresh")),
+        (["--rewrite-again", "continue"], (1, 1, ("fix", "rewrite"), 2, "continue", True)),
     ],
 )
 def test_the_eval_repair_policy_options_and_their_defaults(options: list[str], policy: tuple[object, ...]) -> None:
     config = config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))
-    assert (config.redraws, config.redraw_turns, config.strategies, config.rewrite_turns, config.rewrite_again)[: len(policy)] == policy
+    assert (config.redraws, config.redraw_turns, config.strategies, config.rewrite_turns, config.rewrite_again, config.rewrite_now)[: len(policy)] == policy
+
+
+@pytest.mark.parametrize("options", [["--policy", "plain", "--redraw-turns", "2"], ["--redraws", "0", "--redraw-turns", "1"]])
+def test_redraw_turns_without_redraws_is_one_error(options: list[str]) -> None:
+    with pytest.raises(ConfigError, match=r"--redraw-turns: only with --redraws N"):
+        config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))

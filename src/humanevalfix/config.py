@@ -6,16 +6,28 @@ import os
 import platform
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from humanevalfix import __version__
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
-from humanevalfix.agent.strategies import REWRITE_AGAIN, REWRITE_TURNS
+from humanevalfix.agent.strategies import REWRITE_TURNS
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
-from humanevalfix.runspec import AgentSpec, DatasetSpec, DockerSpec, EmbeddedServerSpec, HostSpec, ModelSpec, ProtocolSpec, RunSpec, SandboxSpec
+from humanevalfix.runspec import (
+    AgentSpec,
+    DatasetSpec,
+    DockerSpec,
+    EmbeddedServerSpec,
+    HostSpec,
+    ModelSpec,
+    ProtocolSpec,
+    RunSpec,
+    SandboxSpec,
+)
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.factory import SANDBOXES
 
@@ -33,7 +45,7 @@ DOCKER_ENV = {
 }
 MIN_DOCKER_MEMORY = 64 << 20  # the server alone, with numpy imported, takes about 40 MiB
 MIN_DOCKER_PIDS = 8  # the server, the waiting child, the candidate and a few of its own
-SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
+SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
 def sandbox_choice(kind: str, environ: dict[str, str] | None = None) -> str:
@@ -98,16 +110,35 @@ def _number(text: str, where: str, kind: type, minimum: float) -> float:
     return float(value)
 
 
-# The eval's repair policy when no option says otherwise (docs/results.md, measured on all 164 tasks
-# against the policy before it): a first reply that repeats the buggy code or has no code is drawn
-# once more in its turn, and a stuck model goes from `fix` straight to `rewrite` (`explain` passed
-# 2 tasks in 133 turns). AgentSettings keeps the plain defaults: `fix` was measured with them.
-DEFAULT_REDRAWS = 1
-DEFAULT_REDRAW_TURNS = 1
-DEFAULT_STRATEGIES = ("fix", "rewrite")
-DEFAULT_REWRITE_TURNS = REWRITE_TURNS
-DEFAULT_REWRITE_AGAIN = REWRITE_AGAIN[0]
-DEFAULT_REWRITE_NOW = False
+
+@dataclass(frozen=True)
+class RepairPolicy:
+    """The repair policy's options taken together (`--policy`), each one's meaning in
+    agent._settings.AgentSettings. Every earlier default stays nameable, so the command of a
+    committed run still makes that run's settings."""
+
+    redraws: int
+    redraw_turns: int | None
+    strategies: tuple[str, ...] | None  # None: all, in escalation order
+    rewrite_again: str
+    rewrite_now: bool
+    rewrite_turns: int = REWRITE_TURNS
+
+
+# Each measured on all 164 tasks against the one before it (docs/results.md). `plain`: a repeat or a
+# reply without code spends its turn; fix, explain, rewrite. `redraw`: such a first reply is drawn
+# once more, and a stuck model goes from `fix` straight to `rewrite` (`explain` passed 2 tasks in
+# 133 turns); 5 won, none lost. `rewrite-now`: a reply that brings nothing new even then is set
+# aside and the same turn asks `rewrite`, whose later turns are fresh draws; 5 won, none lost.
+POLICIES: Mapping[str, RepairPolicy] = MappingProxyType(
+    {
+        "plain": RepairPolicy(redraws=0, redraw_turns=None, strategies=None, rewrite_again="continue", rewrite_now=False),
+        "redraw": RepairPolicy(redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="continue", rewrite_now=False),
+        "rewrite-now": RepairPolicy(redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="fresh", rewrite_now=True),
+    }
+)
+DEFAULT_POLICY = "rewrite-now"  # the eval's; AgentSettings keeps the plain defaults (`fix` was measured with them)
+_DEFAULT = POLICIES[DEFAULT_POLICY]
 
 
 @dataclass(frozen=True)
@@ -117,12 +148,12 @@ class RunConfig:
     task_ids: tuple[str, ...] | None = None
     limit: int | None = None
     max_iters: int = 5
-    redraws: int = DEFAULT_REDRAWS  # agent._settings.AgentSettings.redraws
-    redraw_turns: int | None = DEFAULT_REDRAW_TURNS  # agent._settings.AgentSettings.redraw_turns
-    strategies: tuple[str, ...] | None = DEFAULT_STRATEGIES  # agent._settings.AgentSettings.strategies (None: all)
-    rewrite_turns: int = DEFAULT_REWRITE_TURNS  # agent._settings.AgentSettings.rewrite_turns
-    rewrite_again: str = DEFAULT_REWRITE_AGAIN  # agent._settings.AgentSettings.rewrite_again
-    rewrite_now: bool = DEFAULT_REWRITE_NOW  # agent._settings.AgentSettings.rewrite_now
+    redraws: int = _DEFAULT.redraws  # agent._settings.AgentSettings.redraws
+    redraw_turns: int | None = _DEFAULT.redraw_turns  # agent._settings.AgentSettings.redraw_turns
+    strategies: tuple[str, ...] | None = _DEFAULT.strategies  # agent._settings.AgentSettings.strategies (None: all)
+    rewrite_turns: int = _DEFAULT.rewrite_turns  # agent._settings.AgentSettings.rewrite_turns
+    rewrite_again: str = _DEFAULT.rewrite_again  # agent._settings.AgentSettings.rewrite_again
+    rewrite_now: bool = _DEFAULT.rewrite_now  # agent._settings.AgentSettings.rewrite_now
     runtime_values: str = "none"  # agent._settings.RUNTIME_VALUES
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it

@@ -140,11 +140,15 @@ class RepairRun:
             return "error"
         return "reply"
 
+    @property
+    def _one_attempt(self) -> bool:
+        """--max-iters 0, the published single-attempt setting: its one reply is the one attempt,
+        never drawn again nor handed to --rewrite-now, and never run."""
+        return self.settings.max_iters == 0
+
     def _may_redraw(self) -> bool:
-        """Within --redraw-turns; never with --max-iters 0, whose one reply is the one attempt
-        (the published single-attempt setting), as it is for --rewrite-now."""
         turns = self.settings.redraw_turns
-        return self.settings.max_iters > 0 and (turns is None or self.turn < turns)
+        return not self._one_attempt and (turns is None or self.turn < turns)
 
     def read(self) -> str:
         sender, reply, result = self.conversation, self._reply(), self.result
@@ -154,7 +158,7 @@ class RepairRun:
         if wasted is not None and len(self.redrawn) < self.settings.redraws and self._may_redraw():
             self.redrawn.append((wasted, reply))
             return "redraw"
-        if wasted is not None and self.settings.rewrite_now and self.rewritten_from is None and self.settings.max_iters > 0:
+        if wasted is not None and self.settings.rewrite_now and self.rewritten_from is None and not self._one_attempt:
             strategy = sender.strategy
             if sender.rewrite_now(self.turn):  # asked as its own fresh conversation asks, not sampled
                 self.redrawn.append((wasted, reply))
@@ -205,7 +209,7 @@ class RepairRun:
         result.final_code = check.code
         if attempt.turn == 0:
             result.first_code = check.code
-        if self.settings.max_iters == 0:
+        if self._one_attempt:
             attempt.outcome, result.stop_reason = "not_run", "budget"  # one attempt, no feedback
             return self._told("not_run")
         return "new"

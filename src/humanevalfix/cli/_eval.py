@@ -24,13 +24,13 @@ from humanevalfix.cli._options import (
     served_from_args,
     size_option,
 )
-from humanevalfix.config import DEFAULT_REDRAW_TURNS, DEFAULT_REDRAWS, DEFAULT_REWRITE_AGAIN, DEFAULT_REWRITE_NOW, DEFAULT_REWRITE_TURNS, DEFAULT_STRATEGIES, RunConfig
+from humanevalfix.config import DEFAULT_POLICY, POLICIES, RepairPolicy, RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
+from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.client import RetryPolicy
 from humanevalfix.models.embedded import ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
-from humanevalfix.models.catalog import LOCAL
 from humanevalfix.safetext import shown
 
 HELP = "run the benchmark (the default command)"
@@ -56,12 +56,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-docstring", dest="legacy_no_docstring", action="store_true", help=argparse.SUPPRESS)
     add_model_options(p)
     g = p.add_argument_group("repair policy")
-    g.add_argument("--redraws", type=non_negative_int, default=None, metavar="N", help=f"a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default {DEFAULT_REDRAWS}, only in the first --redraw-turns turns)")
-    g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help=f"the redraws only in the first K turns (default {DEFAULT_REDRAW_TURNS}; with --redraws N alone: every turn)")
-    g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default {','.join(DEFAULT_STRATEGIES)})")
-    g.add_argument("--rewrite-turns", type=positive_int, default=DEFAULT_REWRITE_TURNS, metavar="N", help=f"text protocol: turns of rewrite, the last resort, before the task ends as stuck (default {DEFAULT_REWRITE_TURNS})")
-    g.add_argument("--rewrite-again", choices=REWRITE_AGAIN, default=DEFAULT_REWRITE_AGAIN, help=f"text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or start it afresh, sampled (default {DEFAULT_REWRITE_AGAIN})")
-    g.add_argument("--rewrite-now", action=argparse.BooleanOptionalAction, default=DEFAULT_REWRITE_NOW, help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same turn asks rewrite, the last resort, instead of spending the turn (default: off)")
+    g.add_argument("--policy", choices=list(POLICIES), default=DEFAULT_POLICY, help=f"the options below taken together, as each default was: plain: a repeat or a reply without code spends its turn, fix then explain then rewrite; redraw: a first such reply is drawn again, fix then rewrite; rewrite-now: and a reply still without new code asks rewrite in the same turn, whose second turn is a fresh draw (default {DEFAULT_POLICY}; an option below overrides its part)")
+    g.add_argument("--redraws", type=non_negative_int, default=None, metavar="N", help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default: the policy's; alone, in every turn)")
+    g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help="the redraws only in the first K turns (default: the policy's; with --redraws N alone: every turn)")
+    g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default: the policy's)")
+    g.add_argument("--rewrite-turns", type=positive_int, default=None, metavar="N", help="text protocol: turns of rewrite, the last resort, before the task ends as stuck (default: the policy's)")
+    g.add_argument("--rewrite-again", choices=REWRITE_AGAIN, default=None, help="text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or start it afresh, sampled (default: the policy's)")
+    g.add_argument("--rewrite-now", action=argparse.BooleanOptionalAction, default=None, help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same turn asks rewrite, the last resort, instead of spending the turn (default: the policy's)")
     g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -126,10 +127,10 @@ def _protocol(args: argparse.Namespace) -> str:
     return str(args.protocol)
 
 
-def _strategies(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+def _strategies(names: tuple[str, ...], default: tuple[str, ...] | None) -> tuple[str, ...] | None:
     """The chosen strategies; None for all of them (as runs recorded before the option)."""
     if names is None:
-        return DEFAULT_STRATEGIES
+        return default
     try:
         chosen = usable_names(names)
     except ValueError as exc:
@@ -137,13 +138,21 @@ def _strategies(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return None if chosen == tuple(STRATEGIES) else chosen
 
 
-def _redraws(args: argparse.Namespace) -> tuple[int, int | None]:
-    """(redraws, redraw_turns): by default one redraw in the first turn; `--redraws N` alone redraws in every turn."""
-    if args.redraws is None:
-        return DEFAULT_REDRAWS, DEFAULT_REDRAW_TURNS if args.redraw_turns is None else args.redraw_turns
-    if args.redraw_turns is not None and not args.redraws:
+def _policy(args: argparse.Namespace) -> RepairPolicy:
+    """--policy with the options given beside it; `--redraws N` alone redraws in every turn."""
+    base = POLICIES[args.policy]
+    redraws = base.redraws if args.redraws is None else args.redraws
+    redraw_turns = args.redraw_turns if args.redraw_turns is not None else base.redraw_turns if args.redraws is None else None
+    if args.redraw_turns is not None and not redraws:
         raise ConfigError("--redraw-turns: only with --redraws N (it says in which turns a reply is drawn again)")
-    return args.redraws, args.redraw_turns
+    return RepairPolicy(
+        redraws=redraws,
+        redraw_turns=redraw_turns,
+        strategies=_strategies(args.strategies, base.strategies),
+        rewrite_again=base.rewrite_again if args.rewrite_again is None else args.rewrite_again,
+        rewrite_now=base.rewrite_now if args.rewrite_now is None else args.rewrite_now,
+        rewrite_turns=base.rewrite_turns if args.rewrite_turns is None else args.rewrite_turns,
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -154,20 +163,19 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.exact_lookup and preset.provider != LOCAL:
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
-    redraws, redraw_turns = _redraws(args)
-    strategies = _strategies(args.strategies)
+    policy = _policy(args)
     return RunConfig(
         preset=preset,
         dataset_path=resolve_path(args.dataset_path),
         task_ids=args.tasks,
         limit=args.limit,
         max_iters=args.max_iters,
-        redraws=redraws,
-        redraw_turns=redraw_turns,
-        strategies=strategies,
-        rewrite_turns=args.rewrite_turns,
-        rewrite_again=args.rewrite_again,
-        rewrite_now=args.rewrite_now,
+        redraws=policy.redraws,
+        redraw_turns=policy.redraw_turns,
+        strategies=policy.strategies,
+        rewrite_turns=policy.rewrite_turns,
+        rewrite_again=policy.rewrite_again,
+        rewrite_now=policy.rewrite_now,
         runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
@@ -197,10 +205,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from humanevalfix.reports.summary import print_summary
     from humanevalfix.evaluation.runloop import WORKER_PREFIX
     from humanevalfix.evaluation.runner import run_eval
     from humanevalfix.evaluation.stopping import workers_still_running
+    from humanevalfix.reports.summary import print_summary
 
     console = Console(stderr=True)
     if args.list_models:
