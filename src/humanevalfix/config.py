@@ -6,15 +6,13 @@ import os
 import platform
 import re
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 
 from humanevalfix import __version__
 from humanevalfix.agent.engines import DEFAULT_ENGINE
+from humanevalfix.agent.policies import DEFAULT_POLICY, POLICIES
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
-from humanevalfix.agent.strategies import REWRITE_TURNS
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
 from humanevalfix.runspec import (
@@ -110,35 +108,7 @@ def _number(text: str, where: str, kind: type, minimum: float) -> float:
     return float(value)
 
 
-
-@dataclass(frozen=True)
-class RepairPolicy:
-    """The repair policy's options taken together (`--policy`), each one's meaning in
-    agent._settings.AgentSettings. Every earlier default stays nameable, so the command of a
-    committed run still makes that run's settings."""
-
-    redraws: int
-    redraw_turns: int | None
-    strategies: tuple[str, ...] | None  # None: all, in escalation order
-    rewrite_again: str
-    rewrite_now: bool
-    rewrite_turns: int = REWRITE_TURNS
-
-
-# Each measured on all 164 tasks against the one before it (docs/results.md). `plain`: a repeat or a
-# reply without code spends its turn; fix, explain, rewrite. `redraw`: such a first reply is drawn
-# once more, and a stuck model goes from `fix` straight to `rewrite` (`explain` passed 2 tasks in
-# 133 turns); 5 won, none lost. `rewrite-now`: a reply that brings nothing new even then is set
-# aside and the same turn asks `rewrite`, whose later turns are fresh draws; 5 won, none lost.
-POLICIES: Mapping[str, RepairPolicy] = MappingProxyType(
-    {
-        "plain": RepairPolicy(redraws=0, redraw_turns=None, strategies=None, rewrite_again="continue", rewrite_now=False),
-        "redraw": RepairPolicy(redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="continue", rewrite_now=False),
-        "rewrite-now": RepairPolicy(redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="fresh", rewrite_now=True),
-    }
-)
-DEFAULT_POLICY = "rewrite-now"  # the eval's; AgentSettings keeps the plain defaults (`fix` was measured with them)
-_DEFAULT = POLICIES[DEFAULT_POLICY]
+_DEFAULT = POLICIES[DEFAULT_POLICY]  # the eval's repair policy when no option says otherwise (agent.policies)
 
 
 @dataclass(frozen=True)

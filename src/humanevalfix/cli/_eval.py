@@ -12,6 +12,7 @@ from rich.console import Console
 
 from humanevalfix.agent import RUNTIME_VALUES
 from humanevalfix.agent.engines import require_engine
+from humanevalfix.agent.policies import DEFAULT_POLICY, POLICIES, RepairPolicy
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
 from humanevalfix.agent.strategies import REWRITE_AGAIN, STRATEGIES, usable_names
 from humanevalfix.cli._options import (
@@ -24,7 +25,7 @@ from humanevalfix.cli._options import (
     served_from_args,
     size_option,
 )
-from humanevalfix.config import DEFAULT_POLICY, POLICIES, RepairPolicy, RunConfig
+from humanevalfix.config import RunConfig
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
 from humanevalfix.models.catalog import LOCAL

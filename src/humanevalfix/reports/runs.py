@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from humanevalfix.agent.policies import describe_policy
 from humanevalfix.agent.protocols import describe
 from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
@@ -163,6 +164,7 @@ def summary_lines(run: Run) -> list[str]:
         f"dataset: {Path(c.dataset.source or '?').name}",
         f"task runs: {n}" + (f" ({c.agent.samples} independent repair runs per task)" if c.agent.samples > 1 else ""),
         f"protocol: {describe(c.protocol.name)}; max iterations {c.agent.max_iters}",
+        f"repair policy: {describe_policy(c.agent)}",
         f"engine: {c.agent.engine}",
         "sandbox: " + sandbox_text(c),
     ]

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from humanevalfix.agent.policies import describe_policy
 from humanevalfix.agent.protocols import describe
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
@@ -35,6 +36,7 @@ def summary_table(summary: Summary, spec: RunSpec) -> Table:
     if sandbox.isolation_warning:
         table.add_row("isolation warning", f"[yellow]{escape(sandbox.isolation_warning)}[/]")
     table.add_row("protocol", f"{describe(spec.protocol.name)}; max iterations {spec.agent.max_iters}")
+    table.add_row("repair policy", describe_policy(spec.agent))
     table.add_row("engine", spec.agent.engine)
     # Each registered scorer's rows, in the order they were registered (the verdict first).
     for what, value in scoring.table_rows(summary.scores, summary.tasks, spec):

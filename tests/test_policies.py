@@ -1,0 +1,58 @@
+"""Repair policies by name (`--policy`), and what a report says of a run's policy."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from humanevalfix.agent import AgentSettings
+from humanevalfix.agent.policies import DEFAULT_POLICY, POLICIES, RepairPolicy, describe_policy
+from humanevalfix.cli import build_parser, config_from_args
+from humanevalfix.config import RunConfig
+from humanevalfix.reports.runs import load_run, summary_lines
+
+from .conftest import REPO_ROOT
+
+
+def _config(*options: str) -> RunConfig:
+    return config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_a_named_policy_is_made_by_its_option_and_described_by_its_name(name: str) -> None:
+    config = _config("--policy", name)
+    assert RepairPolicy.of(config) == POLICIES[name]
+    assert describe_policy(config) == name
+
+
+def test_the_eval_default_is_the_default_policy() -> None:
+    assert RepairPolicy.of(_config()) == RepairPolicy.of(RunConfig(preset=_config().preset)) == POLICIES[DEFAULT_POLICY]
+
+
+@pytest.mark.parametrize(
+    ("options", "described"),
+    [
+        (["--policy", "plain", "--redraws", "2"], "plain with --redraws 2"),
+        (["--rewrite-turns", "3"], "rewrite-now with --rewrite-turns 3"),
+        (["--no-rewrite-now"], "rewrite-now with --no-rewrite-now"),
+        (["--policy", "redraw", "--runtime-values", "trace"], "redraw with --runtime-values trace"),
+        (["--max-iters", "0", "--policy", "plain"], "none (one attempt: --max-iters 0)"),
+        (["--strategies", "fix,explain,rewrite"], "rewrite-now with --strategies fix,explain,rewrite"),
+    ],
+)
+def test_other_settings_are_described_from_the_nearest_policy(options: list[str], described: str) -> None:
+    assert describe_policy(_config(*options)) == described
+
+
+def test_agent_settings_keep_the_plain_policy_for_fix() -> None:
+    """`fix` builds AgentSettings itself: its benchmark was measured with the plain policy."""
+    assert describe_policy(replace(AgentSettings(), runtime_values="none")) == "plain"
+
+
+@pytest.mark.parametrize(
+    ("name", "policy"),
+    [("local-0.5b_tests_repair_rewrite-now_fresh.json", "rewrite-now"), ("local-0.5b_tests_repair_seeded.json", "plain"), ("local-0.5b_tests_max-iters-0.json", "none (one attempt: --max-iters 0)")],
+)
+def test_a_report_names_the_policy_of_a_committed_run(name: str, policy: str) -> None:
+    assert f"repair policy: {policy}" in summary_lines(load_run(REPO_ROOT / "results" / name))
