@@ -7,7 +7,12 @@ from dataclasses import replace
 import pytest
 
 from humanevalfix.agent import AgentSettings
-from humanevalfix.agent.policies import DEFAULT_POLICY, POLICIES, RepairPolicy, describe_policy
+from humanevalfix.agent.policies import (
+    DEFAULT_POLICY,
+    POLICIES,
+    RepairPolicy,
+    describe_policy,
+)
 from humanevalfix.cli import build_parser, config_from_args
 from humanevalfix.config import RunConfig
 from humanevalfix.reports.runs import load_run, summary_lines
@@ -56,3 +61,17 @@ def test_agent_settings_keep_the_plain_policy_for_fix() -> None:
 )
 def test_a_report_names_the_policy_of_a_committed_run(name: str, policy: str) -> None:
     assert f"repair policy: {policy}" in summary_lines(load_run(REPO_ROOT / "results" / name))
+
+
+def test_a_comparison_shows_each_runs_policy() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from humanevalfix.reports.comparison import compare_runs, comparison_table
+
+    a, b = (load_run(REPO_ROOT / "results" / name) for name in ("local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-0.5b_tests_repair_rewrite-now_fresh.json"))
+    console = Console(file=StringIO(), width=200)
+    console.print(comparison_table(compare_runs(a, b)))
+    row = next(line for line in console.file.getvalue().splitlines() if "repair policy" in line)
+    assert "redraw" in row and "rewrite-now" in row

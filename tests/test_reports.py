@@ -150,7 +150,7 @@ def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(runs:
 def test_report_of_an_oracle_run_has_no_tokens_and_no_cost(runs: dict[str, Any], tmp_path: Path) -> None:
     paths = write_reports(runs["b"], tmp_path / "oracle")
     page = paths[1].read_text(encoding="utf-8")
-    assert "n/a (no prices in models.yaml)" in page
+    assert "oracle (no per-token price)" in page and "$0.000000" not in page
     assert page.count('class="pass">PASS') == 3
 
 

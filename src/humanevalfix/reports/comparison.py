@@ -158,6 +158,7 @@ def comparison_table(cmp: Comparison) -> Table:
     same = cmp.a.protocol == cmp.b.protocol
     note = "" if same else " [red](differs: the runs saw different information)[/]"
     table.add_row("protocol", cmp.a.protocol + note, cmp.b.protocol)
+    table.add_row("repair policy", cmp.a.policy, cmp.b.policy)
     table.add_row("engine", cmp.a.engine, cmp.b.engine)
     table.add_row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
     table.add_row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")

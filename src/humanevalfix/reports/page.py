@@ -14,7 +14,15 @@ from typing import Any, Iterable
 
 from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.reports.comparison import Comparison, significance_note
-from humanevalfix.reports.runs import Run, last_error, money, record_cost, status_of, summary_lines
+from humanevalfix.reports.runs import (
+    Run,
+    cost_text,
+    last_error,
+    money,
+    record_cost,
+    status_of,
+    summary_lines,
+)
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;background:#fff}
@@ -141,7 +149,7 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
 
     def cost(run: Run) -> str:
         value = run.summary.get("cost_usd")
-        return "n/a" if value is None else money(float(value))
+        return cost_text(None if value is None else float(value), run.spec.model.provider, exact=True)
 
     common = set(cmp.common)
 
@@ -152,6 +160,8 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
     table = (
         "<table><tr><th></th><th>A</th><th>B</th></tr>"
         + row("run", cmp.a.label, cmp.b.label)
+        + row("protocol", cmp.a.protocol, cmp.b.protocol)
+        + row("repair policy", cmp.a.policy, cmp.b.policy)
         + row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
         + row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
         # Each registered scorer's row, as in the terminal's comparison table (pass@1+, after repair).

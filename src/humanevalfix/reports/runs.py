@@ -19,6 +19,7 @@ from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, turn_outcomes, turns_text
+from humanevalfix.models.catalog import PROVIDERS
 from humanevalfix.runspec import RunSpec, from_dict
 
 # Code-producing attempts; the others (repeat, invalid, malformed, no_code) never become final_code.
@@ -45,6 +46,10 @@ class Run:
     @property
     def engine(self) -> str:
         return self.spec.agent.engine
+
+    @property
+    def policy(self) -> str:
+        return describe_policy(self.spec.agent)
 
     @property
     def price(self) -> tuple[float | None, float | None]:
@@ -151,6 +156,17 @@ def money(value: float) -> str:
     return f"${value:.4f}" if value >= 0.01 else f"${value:.6f}"
 
 
+def cost_text(cost_usd: float | None, provider: str, exact: bool = False) -> str:
+    """A price only where there is one: "$0.0000" for a model on your own CPU read as a free API.
+    `exact`: small sums to six places (money) instead of four."""
+    spec = PROVIDERS.get(provider)  # a plugin's provider that is not installed here: priced
+    if spec is not None and not spec.priced:
+        return f"{provider} (no per-token price)"
+    if cost_usd is None:
+        return "— (no price_per_1m in the preset)"
+    return money(cost_usd) if exact else f"${cost_usd:.4f}"
+
+
 def sandbox_text(spec: RunSpec) -> str:
     executor, isolation = spec.sandbox.executor or "?", spec.sandbox.isolation or "?"
     return isolation if isolation.startswith(executor) else f"{executor} ({isolation})"
@@ -179,7 +195,7 @@ def summary_lines(run: Run) -> list[str]:
         # From the records, so that runs from before the summary counted them show it too.
         "turns: " + turns_text(turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)),
         f"tokens in / out: {int(s.get('tokens_in', 0)):,} / {int(s.get('tokens_out', 0)):,}",
-        "estimated cost: " + (money(float(s["cost_usd"])) if s.get("cost_usd") is not None else "n/a (no prices in models.yaml)"),
+        "estimated cost: " + cost_text(None if s.get("cost_usd") is None else float(s["cost_usd"]), c.model.provider, exact=True),
         f"wall time: {float(s.get('wall_s', 0)):.1f} s",
     ]
     if run.status and run.status != "complete":

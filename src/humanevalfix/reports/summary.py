@@ -13,9 +13,9 @@ from humanevalfix.agent.protocols import describe
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import Summary, turns_text
+from humanevalfix.reports.runs import cost_text
 from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
-from humanevalfix.models.catalog import PROVIDERS
 
 
 def _passk(values: dict[str, float]) -> str:
@@ -53,15 +53,6 @@ def summary_table(summary: Summary, spec: RunSpec) -> Table:
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
     return table
 
-
-def cost_text(cost_usd: float | None, provider: str) -> str:
-    """A price only where there is one: "$0.0000" for a model on your own CPU read as a free API."""
-    spec = PROVIDERS.get(provider)  # a plugin's provider that is not installed here: priced
-    if spec is not None and not spec.priced:
-        return "local (no per-token price)"
-    if cost_usd is None:
-        return "— (no price_per_1m in the preset)"
-    return f"${cost_usd:.4f}"
 
 
 ERRORS_SHOWN = 10
