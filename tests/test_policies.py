@@ -75,3 +75,23 @@ def test_a_comparison_shows_each_runs_policy() -> None:
     console.print(comparison_table(compare_runs(a, b)))
     row = next(line for line in console.file.getvalue().splitlines() if "repair policy" in line)
     assert "redraw" in row and "rewrite-now" in row
+
+
+def test_resuming_a_run_of_an_earlier_default_names_every_option_and_its_policy(tmp_path, tiny_dataset) -> None:
+    """A run started before the default changed, resumed without options: one error that names
+    each differing option and the policy it ran with; with --policy it continues."""
+    import io
+
+    from rich.console import Console
+
+    from humanevalfix.errors import UserError
+    from humanevalfix.evaluation.runner import run_eval
+
+    out = tmp_path / "run.json"
+    first = _config("--policy", "redraw", "--dataset-path", str(tiny_dataset), "--out", str(out), "--limit", "1")
+    run_eval(first, Console(file=io.StringIO()))
+    stream = out.with_suffix(".jsonl")
+    with pytest.raises(UserError, match=r"option --rewrite-again differs .*\('continue' there, 'fresh' now\), and --rewrite-now too; its repair policy was redraw \(see --policy\)"):
+        run_eval(_config("--dataset-path", str(tiny_dataset), "--resume", str(stream)), Console(file=io.StringIO()))
+    resumed = run_eval(_config("--policy", "redraw", "--dataset-path", str(tiny_dataset), "--resume", str(stream)), Console(file=io.StringIO()))
+    assert resumed.status == "complete"

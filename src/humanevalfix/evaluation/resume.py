@@ -8,8 +8,10 @@ meaning from before they were recorded (no seed sent, one sample, the builtin en
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
+from humanevalfix.agent.policies import RepairPolicy, describe_policy
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import TaskRecord
@@ -27,15 +29,17 @@ def check(old: RunSpec, new: RunSpec, path: Path) -> None:
             "pass the same --dataset-path"
         )
     before_all = old.compared()
-    for key, now in new.compared().items():
-        if key not in before_all:
-            continue  # not recorded by the older run, or a section it did not have (docker, embedded server)
-        before = before_all[key]
-        if before != now:
-            raise UserError(
-                f"--resume {path}: option {option_of(key)} differs from the interrupted run "
-                f"({_shown(key, before)} there, {_shown(key, now)} now); rerun with the same options"
-            )
+    # Not recorded by the older run, or a section it did not have (docker, embedded server): skipped.
+    differing = [(key, before_all[key], now) for key, now in new.compared().items() if key in before_all and before_all[key] != now]
+    if differing:
+        key, before, now = differing[0]
+        others = ", ".join(option_of(k) for k, _, _ in differing[1:])
+        policy = {f.name for f in fields(RepairPolicy)}
+        hint = f"; its repair policy was {describe_policy(old.agent)} (see --policy)" if any(k in policy for k, _, _ in differing) else ""
+        raise UserError(
+            f"--resume {path}: option {option_of(key)} differs from the interrupted run "
+            f"({_shown(key, before)} there, {_shown(key, now)} now)" + (f", and {others} too" if others else "") + hint + "; rerun with the same options"
+        )
 
 
 def _shown(key: str, value: object) -> str:
