@@ -128,7 +128,7 @@ def _protocol(args: argparse.Namespace) -> str:
     return str(args.protocol)
 
 
-def _strategies(names: tuple[str, ...], default: tuple[str, ...] | None) -> tuple[str, ...] | None:
+def _strategies(names: tuple[str, ...] | None, default: tuple[str, ...] | None) -> tuple[str, ...] | None:
     """The chosen strategies; None for all of them (as runs recorded before the option)."""
     if names is None:
         return default
