@@ -209,6 +209,7 @@ RESULTS_MD_RUNS = [
     "local-0.5b_tests_repair_redraws-1.json",
     "local-0.5b_tests_repair_redraws-1-turn-0.json",
     "local-0.5b_tests_repair_seeded.json",
+    "local-0.5b_tests_repair_rewrite-now_fresh_rewrite-turns-3.json",
 ]
 
 
