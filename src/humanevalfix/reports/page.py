@@ -16,7 +16,6 @@ from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.reports.comparison import Comparison, significance_note
 from humanevalfix.reports.runs import (
     Run,
-    cost_text,
     last_error,
     money,
     record_cost,
@@ -147,10 +146,6 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
     def row(name: str, a: str, b: str) -> str:
         return f"<tr><td>{_esc(name)}</td><td>{_esc(a)}</td><td>{_esc(b)}</td></tr>"
 
-    def cost(run: Run) -> str:
-        value = run.summary.get("cost_usd")
-        return cost_text(None if value is None else float(value), run.spec.model.provider, exact=True)
-
     common = set(cmp.common)
 
     def mean_iters(run: Run) -> str:
@@ -169,7 +164,7 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
         + row("mean iterations (common tasks)", mean_iters(cmp.a), mean_iters(cmp.b))
         + row("tokens in / out (whole run)", f"{int(cmp.a.summary.get('tokens_in', 0)):,} / {int(cmp.a.summary.get('tokens_out', 0)):,}",
               f"{int(cmp.b.summary.get('tokens_in', 0)):,} / {int(cmp.b.summary.get('tokens_out', 0)):,}")
-        + row("estimated cost (whole run)", cost(cmp.a), cost(cmp.b))
+        + row("estimated cost (whole run)", cmp.a.cost, cmp.b.cost)
         + "</table>"
     )
     notes = "".join(f'<p class="muted">{_esc(n)}</p>' for n in cmp.notes)

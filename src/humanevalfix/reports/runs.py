@@ -52,6 +52,12 @@ class Run:
         return describe_policy(self.spec.agent)
 
     @property
+    def cost(self) -> str:
+        """The whole run's estimated cost, as the summary and the comparison page show it."""
+        value = self.summary.get("cost_usd")
+        return cost_text(None if value is None else float(value), self.spec.model.provider, exact=True)
+
+    @property
     def price(self) -> tuple[float | None, float | None]:
         return self.spec.model.prices
 
@@ -195,7 +201,7 @@ def summary_lines(run: Run) -> list[str]:
         # From the records, so that runs from before the summary counted them show it too.
         "turns: " + turns_text(turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)),
         f"tokens in / out: {int(s.get('tokens_in', 0)):,} / {int(s.get('tokens_out', 0)):,}",
-        "estimated cost: " + cost_text(None if s.get("cost_usd") is None else float(s["cost_usd"]), c.model.provider, exact=True),
+        "estimated cost: " + run.cost,
         f"wall time: {float(s.get('wall_s', 0)):.1f} s",
     ]
     if run.status and run.status != "complete":
