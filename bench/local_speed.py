@@ -1,6 +1,6 @@
 """The embedded model's speed settings side by side, on the same tasks, in one run.
 
-Each setting starts its own llama.cpp server (the same weights and threads; only the setting
+Each setting starts its own llama.cpp server (the same weights; only the setting
 differs), runs the same eval on the same tasks, and stops it. Printed per setting: wall time of
 the task loop, completion tokens per second of model time, the server's own prompt/eval timings,
 pass counts (first attempt, final, pass@1+), and how many replies are identical to the first
@@ -12,7 +12,9 @@ buys speed by changing what the model says, or by losing passes, shows up here.
     python bench/local_speed.py --settings plain,pld10,pld4 --out /tmp/speed.json
 
 Settings: `plain` (no drafting), `pldN` (prompt-lookup decoding, N draft tokens), either followed
-by `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py). Run it with
+by `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py), then
+optionally by `-tN` and `-bN` (N threads generating tokens, and reading prompts and checking
+drafts, instead of the server's defaults). Run it with
 nothing else heavy on the machine: the settings run one after another, so load that changes
 during the run shows up as a difference between them (repeat with the order reversed to check).
 """
@@ -71,11 +73,17 @@ class SettingResult:
 
 
 def parse_setting(text: str) -> ServerOptions:
-    """`plain` or `pldN`, optionally `-norepack` (llama.cpp's repacked weight buffers off)."""
-    match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?", text)
-    if not match or (match.group(2) is not None and not 1 <= int(match.group(2)) <= 64):
-        raise UserError(f"--settings: {text!r} is not `plain` or `pldN` with N from 1 to 64, optionally followed by -norepack")
-    return ServerOptions(prompt_lookup=int(match.group(2) or 0), repack=match.group(3) is None)
+    """`plain` or `pldN`, optionally `-norepack` (llama.cpp's repacked weight buffers off), then
+    optionally `-tN` and `-bN` (N threads generating tokens, and reading prompts and drafts;
+    default the server's)."""
+    match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?(?:-t(\d+))?(?:-b(\d+))?", text)
+    numbers = [match.group(i) for i in (2, 4, 5)] if match else []
+    if not match or any(n is not None and not 1 <= int(n) <= 64 for n in numbers):
+        raise UserError(f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN (each N from 1 to 64)")
+    options = ServerOptions(prompt_lookup=int(match.group(2) or 0), repack=match.group(3) is None)
+    if match.group(4) is not None:
+        options = replace(options, threads=int(match.group(4)))
+    return options if match.group(5) is None else replace(options, batch_threads=int(match.group(5)))
 
 
 def server_perf(log: Path) -> tuple[float, int, float, int]:
