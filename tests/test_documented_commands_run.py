@@ -94,6 +94,7 @@ BENCH = {
     "bench/baseline.py": "run",  # only with both --agent-results and --baseline-from: no model (see plan)
     "bench/fix_scope_bench.py": "limit",  # no model: the fault localisation alone
     "bench/executor.py": "limit",  # the executors on canonical and buggy programs
+    "bench/run_cost.py": "run",  # trivial runs on the default sandbox: seconds
     "bench/plus_cases.py": "limit",  # pass@1+ inputs under two budgets
     "bench/roundtrip.py": "not run: 164 tasks through two scorers per file, no --limit (28 s for one file on 2 busy cores, more with --canonical --buggy); tests/test_roundtrip.py runs the same comparison on the first tasks",
     "bench/throughput.py": "not run: 164 tasks at 1, 4, 16 and 64 workers with 500 ms a completion, then the harness at three worker counts: minutes",
