@@ -74,8 +74,8 @@ def harness() -> Usage:
     return Usage(own.ru_utime + own.ru_stime, own.ru_minflt + own.ru_majflt)
 
 
-def descendants(root: int) -> dict[int, str]:
-    """pid -> command line of every live descendant of `root`."""
+def descendants(root: int) -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every live descendant of `root`."""
     parent: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -83,24 +83,41 @@ def descendants(root: int) -> dict[int, str]:
                 parent[int(entry.name)] = int((entry / "stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-    found, frontier = {}, [root]
+    found: dict[int, tuple[int, str]] = {}
+    frontier = [root]
     while frontier:
         here = frontier.pop()
         for pid, ppid in parent.items():
             if ppid == here and pid not in found:
                 try:
-                    found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                    found[pid] = (ppid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
                 except OSError:
                     continue
                 frontier.append(pid)
     return found
 
 
-def role(command: str, depth_first: bool) -> str:
-    name = command.split(" ", 1)[0].rsplit("/", 1)[-1]
-    if "--serve" in command and name.startswith("python"):
-        return "server" if depth_first else "zygote"
-    return name or "?"
+def role(command: str, parent_command: str) -> str:
+    """What a long-lived process is, by its command line: a fork server's processes all run
+    `runner.py --serve`; the zygote is the one whose parent runs it too."""
+    def serves(text: str) -> bool:
+        return "--serve" in text and text.split(" ", 1)[0].rsplit("/", 1)[-1].startswith("python")
+
+    if serves(command):
+        return "zygote" if serves(parent_command) else "server"
+    return command.split(" ", 1)[0].rsplit("/", 1)[-1] or "?"
+
+
+def shares(machine_used: Usage, harness_used: Usage, kept: dict[int, tuple[int, str]], before: dict[int, Usage | None], after: dict[int, Usage | None]) -> list[tuple[str, Usage]]:
+    """The harness, each process that lived through every run, and the rest of the machine's work."""
+    rows = [("harness (this process)", harness_used)]
+    for pid, (ppid, command) in sorted(kept.items()):
+        first, last = before.get(pid), after.get(pid)
+        if first is None or last is None:
+            continue  # a standby that took a run: counted with the runs' own processes
+        rows.append((f"{role(command, kept.get(ppid, (0, ''))[1])} (pid {pid})", last - first))
+    rest = machine_used - Usage(sum(u.cpu_s for _, u in rows), sum(u.faults for _, u in rows))
+    return [*rows, ("each run's own processes and the rest", rest)]
 
 
 def measure(kind: str, runs: int, calls: int = 1) -> int:
@@ -126,18 +143,7 @@ def measure(kind: str, runs: int, calls: int = 1) -> int:
         executor.close()
     print(f"{runs} trivial runs of {calls} call{'s' if calls != 1 else ''} each, {kind} sandbox ({executor.isolation}), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(f"  per run: {wall / runs * 1000:.2f} ms wall, {used_machine.cpu_s / runs * 1000:.2f} ms of CPU time, {used_machine.faults / runs:.0f} page faults (the whole machine)")
-    rows = [("harness (this process)", used_harness)]
-    seen_server = False
-    for pid, command in sorted(kept.items()):
-        first, last = before.get(pid), after.get(pid)
-        if first is None or last is None:
-            continue  # a standby that took a run: counted with the runs' own processes
-        name = role(command, not seen_server)
-        seen_server = seen_server or name == "server"
-        rows.append((f"{name} (pid {pid})", last - first))
-    rest = used_machine - Usage(sum(u.cpu_s for _, u in rows), sum(u.faults for _, u in rows))
-    rows.append(("each run's own processes and the rest", rest))
-    for label, usage in rows:
+    for label, usage in shares(used_machine, used_harness, kept, before, after):
         print(f"  {label:<40} {usage.cpu_s / runs * 1000:7.2f} ms CPU {usage.faults / runs:7.0f} faults")
     if failed:
         print(f"run_cost: {failed} of {runs} trivial runs did not pass", file=sys.stderr)

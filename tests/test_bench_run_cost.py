@@ -47,3 +47,11 @@ def test_runs_and_calls_must_be_positive(argv: list[str], capsys: pytest.Capture
         run_cost.main(argv)
     assert exit_info.value.code == 2
     assert "--runs and --calls must be at least 1" in capsys.readouterr().err
+
+
+def test_the_server_and_the_zygote_are_told_apart_by_parent_not_by_pid_order() -> None:
+    serve = "/usr/bin/python3 -I -B /hefix/runner.py --serve 4 /hefix-work"
+    kept = {300: (32000, serve), 32000: (31999, serve), 31999: (1, "bwrap --unshare-all ... runner.py --serve")}
+    usage = {pid: run_cost.Usage(0.0, 0) for pid in kept}
+    labels = [label for label, _ in run_cost.shares(run_cost.Usage(0.0, 0), run_cost.Usage(0.0, 0), kept, usage, usage)]
+    assert labels == ["harness (this process)", "zygote (pid 300)", "bwrap (pid 31999)", "server (pid 32000)", "each run's own processes and the rest"]
