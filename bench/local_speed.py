@@ -1,7 +1,7 @@
 """The embedded model's speed settings side by side, on the same tasks, in one run.
 
-Each setting starts its own llama.cpp server (the same weights; only the setting
-differs), runs the same eval on the same tasks, and stops it. Printed per setting: wall time of
+Each setting starts its own llama.cpp server (the same weights; only the setting differs),
+runs the same eval on the same tasks, and stops it. Printed per setting: wall time of
 the task loop, completion tokens per second of model time, the server's own prompt/eval timings,
 pass counts (first attempt, final, pass@1+), and how many replies are identical to the first
 setting's. Greedy decoding with a speed-only change must give identical replies: a setting that
@@ -14,9 +14,9 @@ buys speed by changing what the model says, or by losing passes, shows up here.
 Settings: `plain` (no drafting), `pldN` (prompt-lookup decoding, N draft tokens), either followed
 by `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py), then
 optionally by `-tN` and `-bN` (N threads generating tokens, and reading prompts and checking
-drafts, instead of the server's defaults). Run it with
-nothing else heavy on the machine: the settings run one after another, so load that changes
-during the run shows up as a difference between them (repeat with the order reversed to check).
+drafts, instead of the server's defaults). Run it with nothing else heavy on the machine: the
+settings run one after another, so load that changes during the run shows up as a difference
+between them (repeat with the order reversed to check).
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@
 bench/executor.py says how long a run takes; this says where the machine's work goes, which is
 what decides a serial pass on a small machine (a run's processes keep both of its cores busy).
 It starts one executor (default: the default sandbox), makes N trivial runs (a function that
-returns None and a test that calls it C times, default once), and prints per run: the wall time, the CPU time of
-the whole machine (/proc/stat) and its page faults (/proc/vmstat), and the share of each: this
-process (the harness), the processes that outlive the runs (for a fork server: the server and
-the zygote, the candidates' template), and the rest, which is each run's own processes (its
-judge and its candidate, forked from those templates, and what they start).
+returns None and a test that calls it C times, default once), and prints per run: the wall time,
+the CPU time of the whole machine (/proc/stat) and its page faults (/proc/vmstat), and the share
+of each: this process (the harness), the processes that outlive the runs (for a fork server: the
+server and the zygote, the candidates' template), and the rest, which is each run's own
+processes (its judge and its candidate, forked from those templates, and what they start).
 
 Run it with nothing else heavy on the machine: the machine-wide figures count every process.
 """
@@ -25,16 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from humanevalfix.errors import ConfigError
+from humanevalfix.sandbox.child.procs import parent_map
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import build_executor
 
 CODE = "def f():\n    return None\n"
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def test_of(calls: int) -> str:
     """A test that calls the candidate's function `calls` times: each call crosses to its process."""
     return "assert f() is None\n" if calls == 1 else f"for _ in range({calls}):\n    assert f() is None\n"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -76,36 +77,31 @@ def harness() -> Usage:
 
 def descendants(root: int) -> dict[int, tuple[int, str]]:
     """pid -> (parent pid, command line) of every live descendant of `root`."""
-    parent: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent[int(entry.name)] = int((entry / "stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
+    tree = parent_map()
     found: dict[int, tuple[int, str]] = {}
-    frontier = [root]
-    while frontier:
-        here = frontier.pop()
-        for pid, ppid in parent.items():
-            if ppid == here and pid not in found:
-                try:
-                    found[pid] = (ppid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
-                except OSError:
-                    continue
-                frontier.append(pid)
+    stack = [(root, pid) for pid in tree.get(root, ())]
+    while stack:
+        ppid, pid = stack.pop()
+        try:
+            found[pid] = (ppid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
+        except OSError:
+            continue  # gone meanwhile
+        stack.extend((pid, child) for child in tree.get(pid, ()))
     return found
 
 
 def role(command: str, parent_command: str) -> str:
     """What a long-lived process is, by its command line: a fork server's processes all run
     `runner.py --serve`; the zygote is the one whose parent runs it too."""
+    def program(text: str) -> str:
+        return text.split(" ", 1)[0].rsplit("/", 1)[-1]
+
     def serves(text: str) -> bool:
-        return "--serve" in text and text.split(" ", 1)[0].rsplit("/", 1)[-1].startswith("python")
+        return "--serve" in text and program(text).startswith("python")
 
     if serves(command):
         return "zygote" if serves(parent_command) else "server"
-    return command.split(" ", 1)[0].rsplit("/", 1)[-1] or "?"
+    return program(command) or "?"
 
 
 def shares(machine_used: Usage, harness_used: Usage, kept: dict[int, tuple[int, str]], before: dict[int, Usage | None], after: dict[int, Usage | None]) -> list[tuple[str, Usage]]:
