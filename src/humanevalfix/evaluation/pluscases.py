@@ -27,7 +27,7 @@ import tempfile
 import threading
 import zlib
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -62,26 +62,105 @@ class Case:
 class Cases:
     """A task's cases as they travel and are kept: `payload` holds the rows (JSON, zlib, base64),
     made once per task, so neither a run that checks a candidate nor reading them back from disk
-    encodes or decodes them again; `cases` decodes them on demand."""
+    encodes or decodes them again; `cases` decodes them on demand.
+
+    Two more texts, made with the rows, spare the judge of every checked candidate its per-case
+    work (`blob`: JSON, zlib, base64): `calls`, the batch request's list of calls as the judge
+    splices it into the frame it sends, and `reply`, the candidate's answer frame when every
+    answer is the canonical one, compared byte for byte (None when some answer has no tree that
+    stands for it, `expected_reply`)."""
 
     payload: str
     count: int
     dropped: int = 0
     atol: float = 0.0
     problem: str | None = None  # why they could not be computed (the executor failed): not checked
+    calls: str = ""
+    reply: str | None = None
 
     @classmethod
     def of(cls, cases: tuple[Case, ...], dropped: int = 0, atol: float = 0.0, problem: str | None = None) -> Cases:
         rows = [[c.text, c.expected, c.limit_s, c.tree] for c in cases]
-        return cls(base64.b64encode(zlib.compress(json.dumps(rows).encode(), 6)).decode(), len(rows), dropped, atol, problem)
+        reply = expected_reply(cases)
+        return cls(blob(json.dumps(rows)), len(rows), dropped, atol, problem, blob(frame_json([[c.tree, c.limit_s] for c in cases])), None if reply is None else blob(reply))
 
     @cached_property
     def cases(self) -> tuple[Case, ...]:
         return tuple(c for c in (_case(*row) for row in _rows(self.payload)) if c is not None)
 
+    def digest(self) -> str:
+        return hashlib.sha256("\x00".join((self.payload, self.calls, self.reply or "")).encode()).hexdigest()
+
     def to_json(self) -> str:
-        digest = hashlib.sha256(self.payload.encode()).hexdigest()
-        return json.dumps({"payload": self.payload, "count": self.count, "dropped": self.dropped, "atol": self.atol, "sha256": digest})
+        return json.dumps({"payload": self.payload, "count": self.count, "dropped": self.dropped, "atol": self.atol, "calls": self.calls, "reply": self.reply, "sha256": self.digest()})
+
+
+def blob(text: str) -> str:
+    return base64.b64encode(zlib.compress(text.encode(), 6)).decode()
+
+
+def frame_json(value: Any) -> str:
+    """JSON as plaindata.send writes a frame, so that texts made here match a frame byte for byte."""
+    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def expected_reply(cases: tuple[Case, ...]) -> str | None:
+    """The candidate's batch answer (candidate.py) when it returns, on every case, a value of the
+    same types as the canonical answer: the frame a right candidate sends. None when an expected
+    answer does not name one value (a set, a dict, an object: its normal form does not say which
+    value it came from), or when that value's normal form is not the expected one exactly
+    (checked, not assumed: the judge takes byte-equal answers as agreeing without comparing)."""
+    plain = _harness_plain()
+    trees = []
+    for case in cases:
+        value = _value_of(case.expected)
+        if value is _NONE or _strict(plain(value)) != _strict(case.expected):
+            return None
+        try:
+            trees.append(["v", plaindata.to_tree(value)])
+        except plaindata.NotPlain:
+            return None
+    return frame_json({"results": trees})
+
+
+def _strict(form: Any) -> str:
+    """A normal form as text: equal texts are the same form, with the same types (True, 1, 1.0)."""
+    return json.dumps(form, separators=(",", ":"))
+
+
+_NONE = object()
+
+
+def _value_of(form: Any) -> Any:
+    """The value whose normal form (COMMON's _plain) `form` is, for the forms that name one
+    value: None, bool, int, str, float, and lists and tuples of those; else _NONE."""
+    if form is None or type(form) in (bool, int, str):
+        return form
+    if type(form) is not list or len(form) != 2:
+        return _NONE
+    tag, body = form
+    if tag == "float" and type(body) is float:
+        return body
+    if tag == "bigint" and type(body) is str:
+        try:
+            return int(body, 16)
+        except ValueError:
+            return _NONE
+    if tag in ("list", "tuple") and type(body) is list:
+        items = [_value_of(x) for x in body]
+        if any(x is _NONE for x in items):
+            return _NONE
+        return items if tag == "list" else tuple(items)
+    return _NONE
+
+
+@lru_cache(maxsize=1)
+def _harness_plain() -> Any:
+    """COMMON's _plain, the check's own normal form, for expected_reply's check."""
+    namespace: dict[str, Any] = {}
+    body = COMMON.replace("__PROPERTY__", "None").replace("__PER_CALL__", repr(PER_CALL_S))
+    exec(compile(f"def _made():\n    import copy as _copy, signal as _signal\n{body}\n    return _plain\n", "<pluscases.COMMON>", "exec"), namespace)
+    return namespace["_made"]()
 
 
 def _rows(payload: str) -> list[Any]:
@@ -237,12 +316,11 @@ def _from_data(data: dict[str, Any], atol: float) -> Cases:
 def _from_file(data: dict[str, Any], atol: float) -> Cases | None:
     """From a kept file, as it was written (its payload is not decoded here: the check does that
     in the judge); None when it is damaged, so the cases are computed again."""
-    payload, count, dropped = data.get("payload"), data.get("count"), data.get("dropped")
-    if not isinstance(payload, str) or type(count) is not int or type(dropped) is not int:
+    payload, count, dropped, calls, reply = (data.get(k) for k in ("payload", "count", "dropped", "calls", "reply"))
+    if not isinstance(payload, str) or type(count) is not int or type(dropped) is not int or not isinstance(calls, str) or not (reply is None or isinstance(reply, str)):
         return None
-    if data.get("sha256") != hashlib.sha256(payload.encode()).hexdigest():
-        return None
-    return Cases(payload, count, dropped, atol)
+    found = Cases(payload, count, dropped, atol, calls=calls, reply=reply)
+    return found if data.get("sha256") == found.digest() else None
 
 
 def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | None:

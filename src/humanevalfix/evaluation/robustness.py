@@ -73,7 +73,7 @@ def generated(task: Task) -> Inputs:
 # within what is left of the run's time, and compares in the normal form of pluscases.COMMON.
 _CHECK = """
 
-def _hefix_plus(candidate, _payload, _atol, _property):
+def _hefix_plus(candidate, _payload, _atol, _property, _calls, _reply, _count):
     import ast as _ast, base64 as _b64, copy as _copy, json as _json, math as _math, signal as _signal, time as _time, zlib as _zlib
 __COMMON__
     def _number(a):
@@ -96,16 +96,19 @@ __COMMON__
         return a == b
     _mark = globals().get("@hefix.mark")
     _left = _mark("test") if _mark is not None else __BUDGET__ + __RESERVE__
-    _cases = _json.loads(_zlib.decompress(_b64.b64decode(_payload)))
     _budget = min(__BUDGET__, _left - __RESERVE__)
-    _batch = globals().get("@hefix.batch")
+    _batch = globals().get("@hefix.batch_json")
     _old = _signal.signal(_signal.SIGALRM, _alarm)
     _start = _time.monotonic()
+    # The calls as the harness wrote them, spliced unread; an answer byte-equal to `_reply` (every
+    # answer the canonical one's value, types included, as the harness checked; never for a
+    # property) is every case agreeing, and nothing of it is decoded.
+    _expect = None if _prop or not _reply else _zlib.decompress(_b64.b64decode(_reply))
+    _outs = _batch(candidate, _zlib.decompress(_b64.b64decode(_calls)), _count, _budget, _expect) if _budget > 0 and _batch is not None else []
+    _cases = [] if _outs is None else _json.loads(_zlib.decompress(_b64.b64decode(_payload)))
     if _budget <= 0:
         _outs = [("skipped", None)] * len(_cases)
-    elif _batch is not None:
-        _outs = _batch(candidate, [_c[3] for _c in _cases], [_c[2] for _c in _cases], _budget, True)
-    else:
+    elif _batch is None:
         _outs = []
         for _c in _cases:
             if _time.monotonic() - _start > _budget:
@@ -117,9 +120,10 @@ __COMMON__
                 _outs.append(("timeout", None))
             except Exception as _exc:
                 _outs.append(("raised", type(_exc).__name__ + ": " + str(_exc)[:100]))
-    _compared = _differ = _skipped = 0
+    _compared = _count if _outs is None else 0
+    _differ = _skipped = 0
     _first = None
-    for (_text, _expected, _limit, _tree), (_kind, _value) in zip(_cases, _outs):
+    for (_text, _expected, _limit, _tree), (_kind, _value) in zip(_cases, _outs or ()):
         if _kind == "skipped":
             _skipped += 1
             continue
@@ -176,7 +180,7 @@ def check_program(task: Task, cases: Cases) -> Program:
     """The task's helpers and its data for the check (the cases compressed: they are most of the
     program), then the library; the test gets one call."""
     prop = asserted_property(task.test, task.entry_point)
-    data = (cases.payload, float(max(cases.atol, 0.0)), None if prop is None else prop.as_literal())
+    data = (cases.payload, float(max(cases.atol, 0.0)), None if prop is None else prop.as_literal(), cases.calls, cases.reply if prop is None else None, cases.count)
     support = f"{support_code(task)}\n_hefix_plus_data = {data!r}\n{LIBRARY_MARK}{_library()}"
     # `check(...)`-style: the entry point passed by name keeps it the candidate's, even where it
     # is named like a builtin.

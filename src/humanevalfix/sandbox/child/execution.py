@@ -317,6 +317,7 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
             return {"status": "error", "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}"}
     test_ns.update(defined)
     test_ns[env.judge.BATCH] = channel.batch
+    test_ns[env.judge.BATCH_JSON] = channel.batch_json
     facts = facts if facts is not None else {}
     test_ns[env.judge.FACT] = env.judge.fact_recorder(facts, env.plain)
     test_ns[env.judge.MARK] = env.judge.mark_recorder(facts, channel)

@@ -217,7 +217,11 @@ def _from(tree: Any, depth: int, budget: list[int]) -> Any:
 
 def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
     """One message; NotPlain when it is larger than a frame may be."""
-    data = json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+    send_json(sock, json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii"), fds)
+
+
+def send_json(sock: socket.socket, data: bytes, fds: list[int] | None = None) -> None:
+    """One message already written as JSON (a frame's body); NotPlain when it is too large."""
     if len(data) > MAX_FRAME:
         raise NotPlain(f"more than {MAX_FRAME >> 20} MiB of data")
     head = HEADER.pack(len(data))
@@ -231,6 +235,12 @@ def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = N
 def receive(sock: socket.socket, with_fds: int = 0) -> tuple[dict[str, Any], list[int]]:
     """One message (and up to `with_fds` descriptors). EOFError when the other side is gone;
     ProtocolError for a frame that is too large or not a JSON object."""
+    data, fds = receive_json(sock, with_fds)
+    return decode(data), fds
+
+
+def receive_json(sock: socket.socket, with_fds: int = 0) -> tuple[bytes, list[int]]:
+    """One frame's body, not decoded (`decode` reads it), and up to `with_fds` descriptors."""
     if with_fds:
         head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, with_fds)
     else:
@@ -241,13 +251,18 @@ def receive(sock: socket.socket, with_fds: int = 0) -> tuple[dict[str, Any], lis
     (length,) = HEADER.unpack(head)
     if length > MAX_FRAME:
         raise ProtocolError(f"a message of {length:,} bytes (at most {MAX_FRAME:,})")
+    return _exact(sock, length), list(fds)
+
+
+def decode(data: bytes) -> dict[str, Any]:
+    """A frame's body as its message; ProtocolError when it is not a JSON object."""
     try:
-        message = json.loads(_exact(sock, length))
+        message = json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"a message that is not JSON: {type(exc).__name__}") from None
     if type(message) is not dict:
         raise ProtocolError("a message that is not a JSON object")
-    return message, list(fds)
+    return message
 
 
 def _exact(sock: socket.socket, n: int) -> bytes:
