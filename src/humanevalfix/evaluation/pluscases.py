@@ -14,6 +14,10 @@ the answers kept have cost it CASES_BUDGET_S (a slow canonical solution gets few
 than a long check for every candidate) or the run has taken ANSWERS_BUDGET_S. Inputs on
 which it raises, runs long or (for a property test) lacks the property are outside the task's
 domain; answers larger than CASE_BYTES as JSON are left out too. Both are counted as dropped.
+
+With the rows the harness writes what spares every checked candidate's judge its per-case work:
+the batch request's calls, and the answer a right candidate sends (`Cases.reply`), which the judge
+compares byte for byte before it decodes anything (evaluation/robustness.py).
 """
 
 from __future__ import annotations
