@@ -85,8 +85,9 @@ class Cases:
     @classmethod
     def of(cls, cases: tuple[Case, ...], dropped: int = 0, atol: float = 0.0, problem: str | None = None) -> Cases:
         rows = [[c.text, c.expected, c.limit_s, c.tree] for c in cases]
+        calls = plaindata.dumps([[c.tree, c.limit_s] for c in cases])
         reply = expected_reply(cases)
-        return cls(blob(json.dumps(rows)), len(rows), dropped, atol, problem, blob(frame_json([[c.tree, c.limit_s] for c in cases])), None if reply is None else blob(reply))
+        return cls(blob(json.dumps(rows)), len(rows), dropped, atol, problem, calls=blob(calls), reply=None if reply is None else blob(reply))
 
     @cached_property
     def cases(self) -> tuple[Case, ...]:
@@ -101,11 +102,6 @@ class Cases:
 
 def blob(text: str) -> str:
     return base64.b64encode(zlib.compress(text.encode(), 6)).decode()
-
-
-def frame_json(value: Any) -> str:
-    """JSON as plaindata.send writes a frame, so that texts made here match a frame byte for byte."""
-    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
 def expected_reply(cases: tuple[Case, ...]) -> str | None:
@@ -124,7 +120,7 @@ def expected_reply(cases: tuple[Case, ...]) -> str | None:
             trees.append(["v", plaindata.to_tree(value)])
         except plaindata.NotPlain:
             return None
-    return frame_json({"results": trees})
+    return plaindata.dumps({"results": trees})
 
 
 def _strict(form: Any) -> str:

@@ -214,8 +214,7 @@ class Channel:
             request = [[a if encoded else plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)]
         except plain.NotPlain as exc:
             raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
-        body = json.dumps(request, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
-        outs = self.batch_json(func, body, len(calls), budget_s, None)
+        outs = self.batch_json(func, plain.dumps(request).encode("ascii"), len(calls), budget_s, None)
         assert outs is not None
         return outs
 
@@ -230,7 +229,7 @@ class Channel:
         if not isinstance(name, str):
             trees = json.loads(calls_json)
             return self.batch(func, [a for a, _ in trees], [t for _, t in trees], budget_s, True)
-        head = json.dumps({"op": "batch", "name": name, "budget_s": float(budget_s)}, separators=(",", ":"))
+        head = self.plain.dumps({"op": "batch", "name": name, "budget_s": float(budget_s)})
         self._send(head[:-1].encode("ascii") + b',"calls":' + calls_json + b"}")
         # Waited for until the budget is spent (and the last call's limit, which the candidate
         # keeps), not until the run's deadline: the judge is left the time to report.

@@ -215,9 +215,15 @@ def _from(tree: Any, depth: int, budget: list[int]) -> Any:
 # Frames
 
 
+def dumps(message: Any) -> str:
+    """A frame's body as every side writes it: the harness's pass@1+ texts (pluscases) are made
+    with this too, so that a right candidate's answer matches them byte for byte."""
+    return json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
 def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
     """One message; NotPlain when it is larger than a frame may be."""
-    send_json(sock, json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii"), fds)
+    send_json(sock, dumps(message).encode("ascii"), fds)
 
 
 def send_json(sock: socket.socket, data: bytes, fds: list[int] | None = None) -> None:
