@@ -123,7 +123,7 @@ __COMMON__
     _compared = _count if _outs is None else 0
     _differ = _skipped = 0
     _first = None
-    for (_text, _expected, _limit, _tree), (_kind, _value) in zip(_cases, _outs or ()):
+    for (_text, _expected, _limit), (_kind, _value) in zip(_cases, _outs or ()):
         if _kind == "skipped":
             _skipped += 1
             continue
