@@ -35,7 +35,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from humanevalfix.evaluation import plusdomain, plusgen
+from humanevalfix.evaluation import plusdomain, plusgen, plusreply
 from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.tasks.support import support_code
@@ -108,58 +108,13 @@ def blob(text: str) -> str:
 
 
 def expected_reply(cases: tuple[Case, ...]) -> str | None:
-    """The candidate's batch answer (candidate.py) when it returns, on every case, a value of the
-    same types as the canonical answer: the frame a right candidate sends. None when an expected
-    answer does not name one value (a set, a dict, an object: its normal form does not say which
-    value it came from), or when that value's normal form is not the expected one exactly
-    (checked, not assumed: the judge takes byte-equal answers as agreeing without comparing)."""
-    plain = _harness_plain()
-    trees = []
-    for case in cases:
-        value = _value_of(case.expected)
-        if value is _NONE or _strict(plain(value)) != _strict(case.expected):
-            return None
-        try:
-            trees.append(["v", plaindata.to_tree(value)])
-        except plaindata.NotPlain:
-            return None
-    return plaindata.dumps({"results": trees})
-
-
-def _strict(form: Any) -> str:
-    """A normal form as text: equal texts are the same form, with the same types (True, 1, 1.0)."""
-    return json.dumps(form, separators=(",", ":"))
-
-
-_NONE = object()
-
-
-def _value_of(form: Any) -> Any:
-    """The value whose normal form (COMMON's _plain) `form` is, for the forms that name one
-    value: None, bool, int, str, float, and lists and tuples of those; else _NONE."""
-    if form is None or type(form) in (bool, int, str):
-        return form
-    if type(form) is not list or len(form) != 2:
-        return _NONE
-    tag, body = form
-    if tag == "float" and type(body) is float:
-        return body
-    if tag == "bigint" and type(body) is str:
-        try:
-            return int(body, 16)
-        except ValueError:
-            return _NONE
-    if tag in ("list", "tuple") and type(body) is list:
-        items = [_value_of(x) for x in body]
-        if any(x is _NONE for x in items):
-            return _NONE
-        return items if tag == "list" else tuple(items)
-    return _NONE
+    """The answer frame a right candidate sends on these cases, or None (plusreply.py)."""
+    return plusreply.expected_reply([c.expected for c in cases], _harness_plain())
 
 
 @lru_cache(maxsize=1)
 def _harness_plain() -> Any:
-    """COMMON's _plain, the check's own normal form, for expected_reply's check."""
+    """COMMON's _plain, the check's own normal form, run here to check the reply (plusreply.py)."""
     namespace: dict[str, Any] = {}
     body = COMMON.replace("__PROPERTY__", "None").replace("__PER_CALL__", repr(PER_CALL_S))
     exec(compile(f"def _made():\n    import copy as _copy, signal as _signal\n{body}\n    return _plain\n", "<pluscases.COMMON>", "exec"), namespace)
@@ -338,9 +293,11 @@ def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | No
 
 
 def _source_digest() -> str:
-    """What the cases depend on besides the task: the generator's code and this module's."""
+    """What the cases depend on besides the task: the code of the generator, of the reply and its
+    codec, and this module's."""
     digest = hashlib.sha256()
-    for path in (plusgen.__file__, plusdomain.__file__, __file__):
+    # plaindata: the reply is its bytes, which must mean the same values to the judge that reads them.
+    for path in (plusgen.__file__, plusdomain.__file__, plusreply.__file__, plaindata.__file__, __file__):
         digest.update(Path(path).read_bytes())
     return digest.hexdigest()
 
