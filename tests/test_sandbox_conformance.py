@@ -834,6 +834,27 @@ def test_early_exit_with_status_0_is_a_failure(ex: Any, case: str) -> None:
         assert NOT_ALLOWED in result.message
 
 
+# Read by the candidate itself: what the kernel says of its process once its code runs.
+HARDENING = (
+    "def f(x):\n"
+    "    lines = open('/proc/self/status').read().splitlines()\n"
+    "    field = lambda name: [l.split()[1] for l in lines if l.startswith(name + ':')]\n"
+    "    return [field('NoNewPrivs'), field('CapEff'), open('/proc/self/oom_score_adj').read().strip()]\n"
+)
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if not v.startswith("restricted")])  # restricted code cannot open files
+def test_the_candidate_has_no_privileges_to_gain_and_is_the_oom_killers_first_pick(variant: str) -> None:
+    kind, fresh = VARIANTS[variant]
+    executor = build_executor(kind, Limits(timeout_s=TIMEOUT), fresh=fresh)
+    try:
+        for _ in range(2):  # the first run and a warm one
+            result = executor.run(HARDENING, "assert f(1) == [['1'], ['0000000000000000'], '1000'], f(1)\n")
+            assert result.status == "passed", result
+    finally:
+        executor.close()
+
+
 def test_forged_success_text_is_a_failure(ex: Any) -> None:
     code = (
         "import json, os\n"
