@@ -92,7 +92,7 @@ class Cases:
     @cached_property
     def cases(self) -> tuple[Case, ...]:
         rows = _rows(self.payload)
-        calls = json.loads(zlib.decompress(base64.b64decode(self.calls))) if self.calls else []
+        calls = json.loads(unblob(self.calls)) if self.calls else []
         trees = [call[0] for call in calls] if len(calls) == len(rows) else [None] * len(rows)
         return tuple(c for c in (_case(*row[:3], tree) for row, tree in zip(rows, trees)) if c is not None)
 
@@ -105,6 +105,10 @@ class Cases:
 
 def blob(text: str) -> str:
     return base64.b64encode(zlib.compress(text.encode(), 6)).decode()
+
+
+def unblob(text: str) -> bytes:
+    return zlib.decompress(base64.b64decode(text))
 
 
 def expected_reply(cases: tuple[Case, ...]) -> str | None:
@@ -122,7 +126,7 @@ def _harness_plain() -> Any:
 
 
 def _rows(payload: str) -> list[Any]:
-    rows = json.loads(zlib.decompress(base64.b64decode(payload)))
+    rows = json.loads(unblob(payload))
     if not isinstance(rows, list):
         raise ValueError("the cases' rows are not a list")
     return rows
