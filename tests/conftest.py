@@ -34,6 +34,7 @@ os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="humanevalfix-tests-conf
 # The pass@1+ canonical answers kept by runs (evaluation/pluscases.py): the session's own folder,
 # not the user's cache.
 os.environ["HUMANEVALFIX_PLUS_CACHE"] = tempfile.mkdtemp(prefix="humanevalfix-tests-plus-cases-")
+os.environ["HUMANEVALFIX_TEST_CACHE"] = tempfile.mkdtemp(prefix="humanevalfix-tests-compiled-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = REPO_ROOT / "eval_humanevalfix.py"

@@ -47,7 +47,8 @@ from humanevalfix.sandbox.executor import (
     remove_tree,
     verdict,
 )
-from humanevalfix.sandbox.jail import JAIL_WORK
+from humanevalfix.sandbox.jail import FS, JAIL_WORK
+from humanevalfix.sandbox.testcode import CompiledTests, default_directory
 from humanevalfix.sandbox.child.procs import kill_descendants, start_time
 from humanevalfix.sandbox.child.runner import HEADER
 
@@ -192,6 +193,7 @@ class ForkServerExecutor(JailedExecutor):
         self.starts = 0  # how many servers were started (a restart after a death counts)
         self._closed = False
         self._ready = False  # the current server said it is ready
+        self._testcode: CompiledTests | None = None  # compiles tests for the current server's judges
 
     # -- server lifecycle
     def _spawn(self) -> Server | str:
@@ -237,6 +239,7 @@ class ForkServerExecutor(JailedExecutor):
         self._server = server
         self._finalizer = weakref.finalize(self, server.stop)
         self._ready = False
+        self._testcode = None
         return server
 
     def _await_ready(self, server: Server) -> str | None:
@@ -247,6 +250,8 @@ class ForkServerExecutor(JailedExecutor):
             self._stop_server()
             return f"the fork server did not start ({self.jail.level}): {why}"
         self._ready = True
+        # Kept on disk only where candidates cannot write the host's files (testcode.py).
+        self._testcode = CompiledTests.from_hello(hello, default_directory() if FS in self.guarantees else None)
         return None
 
     def _start(self) -> str | None:
@@ -290,9 +295,9 @@ class ForkServerExecutor(JailedExecutor):
         server = self._server
         assert server is not None
         nonce = secrets.token_hex(16)
-        request = json.dumps(
-            {"code": code, "test": test, "support": support, "nonce": nonce, "limits": self.limits.rlimits(), "timeout_s": self.limits.timeout_s}
-        ).encode()
+        fields = {"code": code, "test": test, "support": support, "nonce": nonce, "limits": self.limits.rlimits(), "timeout_s": self.limits.timeout_s}
+        compiled = self._testcode.for_run(test, support) if self._testcode is not None else None
+        request = json.dumps(fields if compiled is None else {**fields, "compiled": compiled}).encode()
         out_r, out_w = os.pipe()
         result_r, result_w = os.pipe()
         server.child = server.child_start = server.candidate = server.candidate_start = None

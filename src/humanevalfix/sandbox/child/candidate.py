@@ -56,6 +56,11 @@ class _Candidate:
 
     def serve(self) -> NoReturn:
         try:
+            # While the judge gets the request and sends the code, not after.
+            self.procs.harden()
+        except BaseException as exc:
+            self.end({"ok": False, "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"})
+        try:
             message, fds = self.plain.receive(self.sock, with_fds=1)
         except BaseException:
             os._exit(0)
@@ -64,7 +69,7 @@ class _Candidate:
             os.dup2(fd, 2)
             os.close(fd)
         try:
-            self.procs.enter(str(message["workdir"]), message["limits"])
+            self.procs.enter(str(message["workdir"]), message["limits"], hardened=True)
         except BaseException as exc:
             self.end({"ok": False, "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"})
         self.load(str(message.get("code", "")), list(message.get("names", [])))

@@ -14,6 +14,7 @@ for the helpers (rewriting.py, assertions.py, restricted.py, judge.py, plaindata
 from __future__ import annotations
 
 import ast
+import marshal
 # base64 and zlib: the pass@1+ check's library decodes its cases with them in every judge; loaded
 # once here by a fork server, they are not loaded again by each judge it forks.
 import base64  # noqa: F401
@@ -161,6 +162,41 @@ class Names:
 class Library:
     code: CodeType | None
     bound: frozenset[str]  # the names it binds
+
+
+class LazyInfos:
+    """A test's AssertInfo list made only when a failing assert asks for it: a test compiled in
+    the harness (`to_bytes`) comes without it, and most runs never read it."""
+
+    def __init__(self, env: Prepared, test: str) -> None:
+        self._env, self._test = env, test
+        self._infos: list[Any] | None = None
+
+    def __getitem__(self, index: int) -> Any:
+        if self._infos is None:
+            self._infos = self._env.rewriting.rewrite(self._test, ast.parse(self._test, TEST_FILE))[1]
+        return self._infos[index]
+
+
+def to_bytes(compiled: CompiledTest) -> bytes:
+    """A compiled test as the harness hands it to a judge (sandbox/testcode.py): its code objects
+    and wanted names. Not the library (the judge's own) nor the infos (LazyInfos)."""
+    return marshal.dumps((compiled.code, compiled.support, compiled.wanted))
+
+
+def from_bytes(env: Prepared, data: bytes, test: str, support: str, libraries: dict[str, Library] | None) -> CompiledTest | None:
+    """`to_bytes`'s test, for the test and support it was made from (the harness's; None if it is
+    not one: the judge compiles the test itself)."""
+    try:
+        code, own, wanted = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if type(code) is not CodeType or not (own is None or type(own) is CodeType):
+        return None
+    if type(wanted) is not tuple or not all(type(name) is str for name in wanted):
+        return None
+    library = _library(split_support(support)[1], libraries)
+    return CompiledTest(code, LazyInfos(env, test), own, wanted, library.code)
 
 
 def split_support(support: str) -> tuple[str, str]:

@@ -110,12 +110,20 @@ def flush_std() -> None:
             pass
 
 
-def enter(workdir: str, limits: dict[str, int]) -> None:
-    """Last steps before candidate code: its own dir, its limits, no privileges."""
+def enter(workdir: str, limits: dict[str, int], hardened: bool = False) -> None:
+    """Last steps before candidate code: its own dir, its limits, no privileges (`hardened`: the
+    process called harden() already)."""
     os.chdir(workdir)
     os.environ["TMPDIR"] = workdir  # tempfile & co. write into the work dir
     os.environ["HOME"] = workdir
     apply_limits(limits)
+    if not hardened:
+        harden()
+
+
+def harden() -> None:
+    """No privileges, and first for the OOM killer: what a process does before candidate code
+    whatever the run (a candidate's process does it while it waits for its code)."""
     drop_privileges()
     try:
         # The first the OOM killer takes, at the executor's cgroup memory limit or the machine's:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -298,7 +299,9 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
     # Read-only binds (fix: the user's project, possibly under /tmp) are not wiped; mounts do not
     # change after start (the candidate has no capabilities to mount).
     mounts = procs.mount_points() if private else frozenset()
-    send(sock, {"ready": True, "pid": os.getpid()})
+    # What the harness needs to compile tests for the judges (sandbox/testcode.py): the bytecode's
+    # version and the names a test never takes from the candidate.
+    send(sock, {"ready": True, "pid": os.getpid(), "magic": importlib.util.MAGIC_NUMBER.hex(), "names": sorted(env.prelude_names)})
     me = os.getpid()
     # What a candidate could change in the processes that outlive its run (procs.traits).
     watched = {pid: procs.traits(pid) for pid in (me, zygote.pid)}
