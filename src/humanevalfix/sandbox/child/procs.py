@@ -110,21 +110,23 @@ def flush_std() -> None:
             pass
 
 
-def enter(workdir: str, limits: dict[str, int], hardened: bool = False) -> None:
-    """Last steps before candidate code: its own dir, its limits, no privileges (`hardened`: the
-    process called harden() already)."""
+def enter(workdir: str, limits: dict[str, int], hardened: bool = False, oom_first: bool = True) -> None:
+    """Last steps before a run's code: its own dir, its limits, no privileges (`hardened`: the
+    process called harden() already; `oom_first`: as harden's)."""
     os.chdir(workdir)
     os.environ["TMPDIR"] = workdir  # tempfile & co. write into the work dir
     os.environ["HOME"] = workdir
     apply_limits(limits)
     if not hardened:
-        harden()
+        harden(oom_first)
 
 
-def harden() -> None:
-    """No privileges, and first for the OOM killer: what a process does before candidate code
-    whatever the run (a candidate's process does it while it waits for its code)."""
+def harden(oom_first: bool = True) -> None:
+    """No privileges, and (`oom_first`) first for the OOM killer: what a process does before
+    candidate code whatever the run (a candidate's process does it while it waits for its code)."""
     drop_privileges()
+    if not oom_first:
+        return
     try:
         # The first the OOM killer takes, at the executor's cgroup memory limit or the machine's:
         # the candidate, not its server or the harness (raising the score needs no privilege).
