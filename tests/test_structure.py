@@ -133,7 +133,7 @@ def module_graph(inits: bool) -> dict[str, set[str]]:
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the ground: no knowledge of tasks, models or runs
     ("humanevalfix", "humanevalfix.errors", "humanevalfix.exports", "humanevalfix.redaction", "humanevalfix.safetext",
-     "humanevalfix.pyast", "humanevalfix.jsonio", "humanevalfix.registry"),
+     "humanevalfix.pyast", "humanevalfix.jsonio", "humanevalfix.registry", "humanevalfix.cachedirs"),
     ("humanevalfix.tasks",),  # the task record, dataset formats, the task's helpers
     ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.envfiles"),  # running code; talking to a model
     ("humanevalfix.agent",),  # the repair loop: a task's request, a model, an executor

@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import importlib.util
 import marshal
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
 
+from humanevalfix import pyast
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.sandbox import testcode
@@ -150,3 +152,42 @@ def test_a_request_carries_the_compiled_test_as_base64_of_marshal(warm: Executor
     assert text is not None
     code, own, wanted = marshal.loads(base64.b64decode(text))
     assert wanted == ("add",) and own is None and code.co_filename == execution.TEST_FILE
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        sum(range(50))  # Python code during a collection: a point where threads switch (test_pyast.py)
+
+
+def test_workers_compile_tests_at_once_without_tripping_cpythons_shared_ast_state(all_tasks: dict[str, Task]) -> None:
+    """Each worker's server has its own CompiledTests, and the scorer parses candidates meanwhile
+    (pyast.parse): neither may fail. A compile that failed would only fall back to the judge and
+    go unseen; without the lock one of these fails in most runs (python/cpython#106905)."""
+    tests = [f"{task.test}\n# {round}\n" for round in range(2) for task in all_tasks.values()]
+    missing: list[str] = []
+    errors: list[str] = []
+
+    def work() -> None:
+        code = CompiledTests(frozenset({"print"}))
+        for test in tests:
+            _Cycle(), _Cycle(), _Cycle()
+            if code.for_run(test, "") is None:
+                missing.append(test[:40])
+
+    def parse() -> None:
+        for test in tests:
+            _Cycle(), _Cycle(), _Cycle()
+            try:
+                pyast.parse(test)
+            except SystemError as exc:
+                errors.append(str(exc))
+
+    workers = [threading.Thread(target=work) for _ in range(3)] + [threading.Thread(target=parse)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert missing == [] and errors == []

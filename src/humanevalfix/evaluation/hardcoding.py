@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
+from humanevalfix import pyast
 from humanevalfix.tasks.task import Task
 
 TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0))
@@ -18,7 +19,7 @@ TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], ()
 def _literals(source: str) -> set[str]:
     """repr of every literal (constants and literal containers) in the source, trivial ones left out."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return set()
     found: set[str] = set()
@@ -44,7 +45,7 @@ def _test_literals(test: str, buggy_code: str) -> frozenset[str]:
 def hardcoding(code: str, task: Task) -> tuple[str, ...]:
     """Branches that compare a parameter to a test literal and return another, unseen in the buggy code."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return ()
     # Any literal but the trivial ones first: most candidates have no such branch, and then the

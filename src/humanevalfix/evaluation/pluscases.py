@@ -26,8 +26,6 @@ import ast
 import base64
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from humanevalfix.cachedirs import keep, store_folder
 from humanevalfix.evaluation import plusdomain, plusgen, plusreply
 from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.plusproperty import asserted_property
@@ -365,20 +364,8 @@ class CaseStore:
 
     def _write(self, key: str, cases: Cases) -> None:
         assert self.directory is not None
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(cases.to_json())
-            os.replace(tmp, self.directory / f"{key}.json")
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        keep(self.directory, f"{key}.json", cases.to_json().encode("utf-8"))
 
 
 def default_directory(environ: dict[str, str] | None = None) -> Path | None:
-    env = os.environ if environ is None else environ
-    chosen = env.get(CACHE_ENV)
-    if chosen:
-        return None if chosen.lower() == "off" else Path(chosen)
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "humanevalfix" / "plus-cases"
+    return store_folder(CACHE_ENV, "plus-cases", environ)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
+from humanevalfix import pyast
+
 
 @dataclass(frozen=True)
 class Property:
@@ -39,7 +41,7 @@ def _root_name(expr: ast.expr) -> str | None:
 def asserted_property(test: str, entry_point: str) -> Property | None:
     """The property a test asserts of the answer, where it asserts no value; None for a value test."""
     try:
-        tree = ast.parse(test)
+        tree = pyast.parse(test)
     except SyntaxError:
         return None
     if not _assigns_a_call(tree, entry_point):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from humanevalfix import FIRST_USE_LOGGER
+from humanevalfix.cachedirs import user_cache
 from humanevalfix.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,7 @@ class WeightsError(ConfigError):
 
 
 def cache_dir(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / CACHE_SUBDIR
+    return user_cache(environ) / CACHE_SUBDIR
 
 
 def sha256_file(path: Path) -> str:

@@ -26,14 +26,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
-import os
-import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from humanevalfix import pyast
+from humanevalfix.cachedirs import keep, store_folder
 from humanevalfix.sandbox.child import execution, rewriting
 
 CACHE_ENV = "HUMANEVALFIX_TEST_CACHE"  # the directory, or "off"; default: the user's cache
@@ -85,10 +85,13 @@ class CompiledTests:
 
     def _compile(self, test: str, support: str) -> bytes | None:
         try:
-            library = execution.split_support(support)[1]
-            if library not in self._libraries:
-                self._libraries = {library: execution.compile_library(library)}
-            compiled = execution.compile_test(self._env, test, support, self._libraries)  # type: ignore[arg-type]
+            # Parses and tree conversions, which CPython 3.11 cannot run in two threads at once
+            # (pyast.py): each worker's server has one of these.
+            with pyast.exclusive():
+                library = execution.split_support(support)[1]
+                if library not in self._libraries:
+                    self._libraries = {library: execution.compile_library(library)}
+                compiled = execution.compile_test(self._env, test, support, self._libraries)  # type: ignore[arg-type]
         except Exception:  # SyntaxError, null bytes, nesting too deep: the judge reports it
             return None
         return execution.to_bytes(compiled)
@@ -102,16 +105,8 @@ class CompiledTests:
             return None
 
     def _write(self, key: str, data: bytes) -> None:
-        if self._directory is None:
-            return
-        try:
-            self._directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self._directory, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, self._directory / f"{key}.marshal")
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        if self._directory is not None:
+            keep(self._directory, f"{key}.marshal", data)
 
 
 @lru_cache(maxsize=1)
@@ -124,9 +119,4 @@ def _sources() -> str:
 
 
 def default_directory(environ: dict[str, str] | None = None) -> Path | None:
-    env = os.environ if environ is None else environ
-    chosen = env.get(CACHE_ENV)
-    if chosen:
-        return None if chosen.lower() == "off" else Path(chosen)
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "humanevalfix" / "compiled-tests"
+    return store_folder(CACHE_ENV, "compiled-tests", environ)
