@@ -4,6 +4,10 @@ path gives: the same trees, the same values back (exact types), the same limits.
 from __future__ import annotations
 
 import math
+import os
+import socket
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -99,3 +103,50 @@ def test_a_flat_list_past_the_item_budget_is_refused_either_way(monkeypatch: pyt
         _slow(m)
         with pytest.raises(plaindata.NotPlain, match="more than"):
             plaindata.to_tree(big)
+
+
+# --- polling for a frame before sleeping on it (SPIN_S) -------------------------------------------
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+
+def test_a_frame_there_when_the_receiver_polls_is_read_and_the_socket_keeps_its_timeout() -> None:
+    a, b = _pair()
+    with a, b:
+        b.settimeout(5.0)
+        plaindata.send(a, {"value": [1, 2]})
+        assert plaindata.receive(b, spin_s=0.05) == ({"value": [1, 2]}, [])
+        assert b.gettimeout() == 5.0
+
+
+def test_a_frame_that_comes_after_the_poll_is_still_read_in_the_blocking_mode_it_had() -> None:
+    a, b = _pair()
+    with a, b:
+        sender = threading.Timer(0.05, plaindata.send, (a, {"late": True}))
+        sender.start()
+        started = time.perf_counter()
+        assert plaindata.receive(b, spin_s=0.001) == ({"late": True}, [])
+        assert time.perf_counter() - started >= 0.04  # it slept on the socket after the poll
+        assert b.gettimeout() is None
+        sender.join()
+
+
+def test_a_peer_gone_while_the_receiver_polls_is_eof_and_a_timeout_still_times_out() -> None:
+    a, b = _pair()
+    with b:
+        a.close()
+        with pytest.raises(EOFError):
+            plaindata.receive(b, spin_s=0.05)
+    c, d = _pair()
+    with c, d:
+        d.settimeout(0.05)
+        with pytest.raises(TimeoutError):
+            plaindata.receive(d, spin_s=0.001)
+
+
+def test_polling_is_off_with_one_cpu() -> None:
+    # The value is decided at import from this process's CPUs: with one, a poll would only keep
+    # the other side of the call off the CPU.
+    assert (plaindata.SPIN_S > 0) == (len(os.sched_getaffinity(0)) > 1)

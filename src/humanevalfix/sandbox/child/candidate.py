@@ -75,7 +75,7 @@ class _Candidate:
         self.load(str(message.get("code", "")), list(message.get("names", [])))
         while True:
             try:
-                message, _ = self.plain.receive(self.sock)
+                message, _ = self.plain.receive(self.sock, spin_s=self.plain.SPIN_S)
             except BaseException:
                 break
             if message.get("op") == "call":

@@ -107,7 +107,7 @@ class Channel:
             raise self._fail(late, timed_out=True)
         self.sock.settimeout(remaining)
         try:
-            answer, _ = plain.receive_json(self.sock)
+            answer, _ = plain.receive_json(self.sock, spin_s=plain.SPIN_S)
         except (TimeoutError, socket.timeout):
             raise self._fail(late, timed_out=True) from None
         except (EOFError, OSError):
