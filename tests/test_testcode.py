@@ -191,3 +191,17 @@ def test_workers_compile_tests_at_once_without_tripping_cpythons_shared_ast_stat
     for w in workers:
         w.join()
     assert missing == [] and errors == []
+
+
+def test_without_a_compiled_test_the_server_compiles_it_on_its_second_coming(warm: Executor, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server the harness compiles nothing for (another Python's, a test that does not compile
+    here) keeps its own cache: the same verdicts and messages the first, second and third time,
+    the library after the mark included."""
+    assert warm.run(CANDIDATES["right"], ADD_TEST).passed  # the server is up, with its hello read
+    monkeypatch.setattr(warm._testcode, "for_run", lambda test, support: None)  # type: ignore[attr-defined]
+    support = f"K = 2\n{execution.LIBRARY_MARK}def lib_twice(f, x):\n    return 2 * f(x, x)\n"
+    test = ADD_TEST + "assert lib_twice(add, K) == 8\n"
+    seen = [[(r.status, r.message) for r in (warm.run(CANDIDATES[c], test, support) for c in ("right", "wrong", "off by one"))] for _ in range(3)]
+    assert seen[0] == seen[1] == seen[2], seen
+    assert [status for status, _message in seen[0]] == ["passed", "failed", "failed"]
+    assert "two and two" in seen[0][2][1]
