@@ -28,13 +28,25 @@ from humanevalfix.testing.scripted_server import Recorded, ScriptedServer
 os.environ.update({name: "1" for name in OFFLINE_ENVS})
 # The per-user .env (~/.config/humanevalfix/.env) of whoever runs the tests must not reach them:
 # the user config folder is an empty one of the session's (tests that need that file make it).
+import atexit
+import shutil
 import tempfile
 
-os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="humanevalfix-tests-config-")
-# The pass@1+ canonical answers kept by runs (evaluation/pluscases.py): the session's own folder,
-# not the user's cache.
-os.environ["HUMANEVALFIX_PLUS_CACHE"] = tempfile.mkdtemp(prefix="humanevalfix-tests-plus-cases-")
-os.environ["HUMANEVALFIX_TEST_CACHE"] = tempfile.mkdtemp(prefix="humanevalfix-tests-compiled-")
+
+def _session_dir(variable: str, prefix: str) -> None:
+    """A folder of this session's for `variable`, removed when the session ends (left behind, one
+    per session they filled /tmp, which a conformance test walks)."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.environ[variable] = folder
+    owner = os.getpid()  # not a forked child's exit
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(folder, ignore_errors=True))
+
+
+_session_dir("XDG_CONFIG_HOME", "humanevalfix-tests-config-")
+# The pass@1+ canonical answers kept by runs (evaluation/pluscases.py) and the tests the harness
+# compiles for the judges (sandbox/testcode.py): the session's own folders, not the user's cache.
+_session_dir("HUMANEVALFIX_PLUS_CACHE", "humanevalfix-tests-plus-cases-")
+_session_dir("HUMANEVALFIX_TEST_CACHE", "humanevalfix-tests-compiled-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = REPO_ROOT / "eval_humanevalfix.py"
