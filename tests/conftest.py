@@ -26,8 +26,6 @@ from humanevalfix.config import RunConfig
 from humanevalfix.testing.scripted_server import Recorded, ScriptedServer
 
 os.environ.update({name: "1" for name in OFFLINE_ENVS})
-# The per-user .env (~/.config/humanevalfix/.env) of whoever runs the tests must not reach them:
-# the user config folder is an empty one of the session's (tests that need that file make it).
 import atexit
 import shutil
 import tempfile
@@ -42,6 +40,8 @@ def _session_dir(variable: str, prefix: str) -> None:
     atexit.register(lambda: os.getpid() == owner and shutil.rmtree(folder, ignore_errors=True))
 
 
+# The per-user .env (~/.config/humanevalfix/.env) of whoever runs the tests must not reach them:
+# the user config folder is an empty one of the session's (tests that need that file make it).
 _session_dir("XDG_CONFIG_HOME", "humanevalfix-tests-config-")
 # The pass@1+ canonical answers kept by runs (evaluation/pluscases.py) and the tests the harness
 # compiles for the judges (sandbox/testcode.py): the session's own folders, not the user's cache.
