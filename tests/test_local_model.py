@@ -71,7 +71,7 @@ from humanevalfix.models.embedded import embedded_server
 from humanevalfix.models.presets import load_presets
 try:
     with embedded_server(load_presets()["local"], None) as served:
-        print(served.pid, served.base_url, served.model, flush=True)
+        print(served.pid, served.base_url, served.model, served.log_path, flush=True)
         if sys.argv[1] == "crash":
             raise RuntimeError("boom")
         time.sleep(600)
@@ -82,7 +82,7 @@ except (KeyboardInterrupt, RuntimeError) as exc:
 """
 
 
-def start_holder(tag: str, how: str = "wait") -> tuple[subprocess.Popen[str], int, str]:
+def start_holder(tag: str, how: str = "wait") -> tuple[subprocess.Popen[str], int, str, Path]:
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER, how], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -91,19 +91,19 @@ def start_holder(tag: str, how: str = "wait") -> tuple[subprocess.Popen[str], in
     if not line:
         proc.wait(timeout=30)
         pytest.fail(f"the holder did not start the server: {proc.stderr.read() if proc.stderr else ''}")
-    pid_text, base_url, model = line.split()
+    pid_text, base_url, model, log_path = line.split()
     assert model == "qwen2.5-coder-0.5b-instruct"
     if how == "wait":
         with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
             ids = [m["id"] for m in json.loads(response.read())["data"]]
         assert ids == [model]
-    return proc, int(pid_text), base_url
+    return proc, int(pid_text), base_url, Path(log_path)
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "crash"])
 def test_ctrl_c_sigterm_or_a_crash_stop_the_server_and_its_group(how: str) -> None:
     tag = uuid.uuid4().hex
-    proc, server_pid, _ = start_holder(tag, "crash" if how == "crash" else "wait")
+    proc, server_pid, _, log_path = start_holder(tag, "crash" if how == "crash" else "wait")
     try:
         if how != "crash":
             assert server_pid in tagged_pids(tag)
@@ -113,6 +113,7 @@ def test_ctrl_c_sigterm_or_a_crash_stop_the_server_and_its_group(how: str) -> No
         assert proc.stdout.readline().split() == ["unwound", expected]
         assert proc.poll() is None  # the holder lives on, so its death did not do the stopping
         assert wait_gone_except(tag, proc.pid) == [], "the server outlived the context manager"
+        assert not log_path.parent.exists(), "the context manager left the server's log folder"
     finally:
         proc.kill()
         proc.wait()
@@ -121,14 +122,17 @@ def test_ctrl_c_sigterm_or_a_crash_stop_the_server_and_its_group(how: str) -> No
 
 
 def test_the_server_dies_with_a_killed_parent() -> None:
-    """SIGKILL runs no cleanup in the parent; the server's parent-death signal stops it."""
+    """SIGKILL runs no cleanup in the parent; the server's parent-death signal stops it, and it
+    removes the temp folder of its log, which the parent would have removed."""
     tag = uuid.uuid4().hex
-    proc, server_pid, _ = start_holder(tag)
+    proc, server_pid, _, log_path = start_holder(tag)
     try:
         assert server_pid in tagged_pids(tag)
+        assert log_path.parent.name.startswith("hefix-llama-") and log_path.is_file()
         proc.kill()
         proc.wait(timeout=30)
         assert wait_gone(tag) == []
+        assert not log_path.parent.exists(), "a killed run left its server's log folder in /tmp"
     finally:
         for pid in tagged_pids(tag):
             os.kill(pid, signal.SIGKILL)

@@ -62,6 +62,20 @@ except Exception:
     pass
 if os.getppid() != int(os.environ.get("HEFIX_PARENT_PID", os.getppid())):
     sys.exit("parent exited before the server started")
+_log_dir = os.environ.pop("HEFIX_TEMP_LOG_DIR", "")
+if _log_dir:
+    import shutil
+    _parent = int(os.environ.get("HEFIX_PARENT_PID", "0"))
+    def _on_sigterm(signum, frame):
+        # A parent that was killed (SIGKILL, the OOM killer) removes nothing: its temp folder with
+        # this log would stay in /tmp. Removed here only then (a live parent may read the log), and
+        # only at the end: uvicorn restores this handler after its own shutdown and raises SIGTERM
+        # again. Then the death by SIGTERM it would have been.
+        if os.getppid() != _parent:
+            shutil.rmtree(_log_dir, ignore_errors=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    signal.signal(signal.SIGTERM, _on_sigterm)
 if os.environ.pop("HEFIX_NO_REPACK", "") == "1":
     # llama_cpp.server has no setting for it: change the defaults its Llama starts from.
     import llama_cpp.llama as llama_module
@@ -262,11 +276,14 @@ def run_server(gguf: Path, model_id: str, options: ServerOptions = ServerOptions
     port = options.port or free_port(options.host)
     base_url = f"http://{options.host}:{port}/v1"
     with contextlib.ExitStack() as stack:
+        log_dir: Path | None = None  # ours to remove (a log_path given is the caller's)
         if log_path is None:
             log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hefix-llama-")))
             log_path = log_dir / "server.log"
         log_file = stack.enter_context(log_path.open("wb"))
         env = dict(os.environ, HEFIX_PARENT_PID=str(os.getpid()))
+        if log_dir is not None:
+            env["HEFIX_TEMP_LOG_DIR"] = str(log_dir)
         if not options.repack:
             env["HEFIX_NO_REPACK"] = "1"
         for name in ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY"):
