@@ -290,3 +290,62 @@ def test_the_error_list_shows_the_first_ten_then_a_count() -> None:
     assert lines[:10] == [f"Python/{i}: cause {i}" for i in (0, 1, 2, 4, 5, 6, 7, 8, 9, 10)]
     assert len(lines) == 11 and lines[10].startswith("… and 2 more")
     assert error_lines(records[:3]) == ["Python/0: cause 0", "Python/1: cause 1", "Python/2: cause 2"]
+
+
+def _record(task_id: str, passed: bool, plus: bool | None, final: str, attempts: list[dict[str, Any]]) -> TaskRecord:
+    return TaskRecord(
+        task_id=task_id, entry_point="f", bug_type="", failure_symptoms="",
+        scores={"verdict": {"passed": passed, "passed_first": False}, "plus": {"final": plus}},
+        iterations=len(attempts), executions=len(attempts), stop_reason="passed" if passed else "stuck", tool_mode="text",
+        first_code=None, final_code=final, score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0,
+        attempts=attempts,
+    )
+
+
+def test_passes_by_strategy_count_the_turn_that_wrote_the_final_code() -> None:
+    from humanevalfix.evaluation.results import passes_by_strategy, strategies_text
+
+    records = [
+        # rewrite wrote the final code, after a failed fix turn
+        _record("a", True, True, "x", [{"outcome": "failed", "code": "w", "strategy": "fix"}, {"outcome": "passed", "code": "x", "strategy": "rewrite"}]),
+        # stored form: the turn names the final code instead of repeating it
+        _record("b", True, False, "y", [{"outcome": "passed", "code": None, "code_is": "final_code", "strategy": "rewrite"}]),
+        _record("c", True, None, "z", [{"outcome": "passed", "code": "z", "strategy": "fix"}]),  # pass@1+ not checked
+        _record("d", False, None, "q", [{"outcome": "failed", "code": "q", "strategy": "fix"}]),  # not a pass
+        _record("e", True, True, "o", []),  # an oracle: no turn wrote it
+        _record("f", True, True, "p", [{"outcome": "passed", "code": "p"}]),  # a turn from before strategies were kept
+    ]
+    by_strategy = passes_by_strategy(records)
+    assert by_strategy == {"rewrite": (2, 1), "fix": (1, 0)}
+    assert strategies_text(by_strategy) == "rewrite 2 (pass@1+ 1), fix 1 (pass@1+ 0)"
+    assert passes_by_strategy(records[3:5]) == {}
+
+
+def test_the_report_and_the_summary_show_passes_by_strategy(runs: dict[str, Any], tmp_path: Path) -> None:
+    from humanevalfix.reports.runs import summary_lines
+    from humanevalfix.reports.summary import print_summary
+    from humanevalfix.evaluation.results import Summary
+
+    run = load_run(runs["a"])
+    expected = {}
+    for r in run.records:
+        if r.passed:
+            name = [a for a in r.attempts if a.get("code") == r.final_code][-1]["strategy"]
+            expected[name] = expected.get(name, 0) + 1
+    assert sum(expected.values()) == 2  # the scripted schedule: two of three tasks pass
+    line = next(x for x in summary_lines(run) if x.startswith("passes by strategy of the final turn: "))
+    for name, count in expected.items():
+        assert f"{name} {count} (pass@1+ " in line
+    page = write_reports(runs["a"], tmp_path / "a")[1].read_text(encoding="utf-8")
+    assert "passes by strategy of the final turn" in page
+    console = Console(file=io.StringIO(), width=300)
+    print_summary(console, Summary.from_dict(results_of(runs["a"])["summary"]), run.spec, run.records)
+    assert "passes by strategy" in console.file.getvalue()
+
+
+def test_the_committed_default_run_passes_by_strategy() -> None:
+    """docs/results.md quotes these: rewrite's passes hold beyond the tests less often than fix's."""
+    from humanevalfix.reports.runs import summary_lines
+
+    run = load_run(Path(__file__).resolve().parents[1] / "results" / "local-0.5b_tests_repair_rewrite-now_fresh.json")
+    assert "passes by strategy of the final turn: fix 25 (pass@1+ 23), rewrite 25 (pass@1+ 19)" in summary_lines(run)

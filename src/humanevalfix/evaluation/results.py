@@ -120,6 +120,30 @@ def turns_text(turns: dict[str, int], redrawn: int = 0) -> str:
     return text + (f"; {redrawn} replies drawn again within their turn (--redraws)" if redrawn else "")
 
 
+def passes_by_strategy(records: list[TaskRecord]) -> dict[str, tuple[int, int]]:
+    """Final passes by the strategy of the turn that wrote the final code, and how many of them
+    also pass pass@1+: (passes, pass@1+ passes), most passes first. Strategies differ in how far a
+    candidate strays from the buggy code, and so in how often a pass holds beyond the tests."""
+    counts: dict[str, list[int]] = {}
+    for r in records:
+        if not r.passed:
+            continue
+        # The turn that wrote the final code (as stored, a turn may name it instead of repeating it).
+        final = [a for a in r.attempts if a.get("code_is") == "final_code" or (a.get("code") is not None and a.get("code") == r.final_code)]
+        strategy = final[-1].get("strategy") if final else None
+        if not isinstance(strategy, str):
+            continue  # no turn wrote it (an oracle), or one from before turns kept their strategy
+        entry = counts.setdefault(strategy, [0, 0])
+        entry[0] += 1
+        entry[1] += (r.scores.get("plus") or {}).get("final") is True
+    return {k: (v[0], v[1]) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))}
+
+
+def strategies_text(by_strategy: dict[str, tuple[int, int]]) -> str:
+    """`fix 25 (pass@1+ 23), rewrite 25 (pass@1+ 19)`."""
+    return ", ".join(f"{name} {passed} (pass@1+ {plus})" for name, (passed, plus) in by_strategy.items())
+
+
 def write_atomic(path: Path, data: dict[str, Any]) -> None:
     """`data` as JSON at `path`, all or nothing; keys redacted, any text writable (see json_line)."""
     data = redact_data(data)

@@ -18,7 +18,7 @@ from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import load_results, turn_outcomes, turns_text
+from humanevalfix.evaluation.results import load_results, passes_by_strategy, strategies_text, turn_outcomes, turns_text
 from humanevalfix.models.catalog import PROVIDERS
 from humanevalfix.runspec import RunSpec, from_dict
 
@@ -200,6 +200,11 @@ def summary_lines(run: Run) -> list[str]:
         f"mean iterations: {float(s.get('mean_iterations', 0)):.2f}",
         # From the records, so that runs from before the summary counted them show it too.
         "turns: " + turns_text(turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)),
+    ]
+    by_strategy = passes_by_strategy(list(run.records))
+    if by_strategy:
+        lines.append("passes by strategy of the final turn: " + strategies_text(by_strategy))
+    lines += [
         f"tokens in / out: {int(s.get('tokens_in', 0)):,} / {int(s.get('tokens_out', 0)):,}",
         "estimated cost: " + run.cost,
         f"wall time: {float(s.get('wall_s', 0)):.1f} s",

@@ -12,7 +12,7 @@ from humanevalfix.agent.policies import describe_policy
 from humanevalfix.agent.protocols import describe
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import Summary, turns_text
+from humanevalfix.evaluation.results import Summary, passes_by_strategy, strategies_text, turns_text
 from humanevalfix.reports.runs import cost_text
 from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
@@ -22,7 +22,7 @@ def _passk(values: dict[str, float]) -> str:
     return "  ".join(f"pass@{k} {100.0 * v:.1f}%" for k, v in values.items())
 
 
-def summary_table(summary: Summary, spec: RunSpec) -> Table:
+def summary_table(summary: Summary, spec: RunSpec, records: Sequence[TaskRecord] = ()) -> Table:
     table = Table(title="HumanEvalFix results", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -48,6 +48,9 @@ def summary_table(summary: Summary, spec: RunSpec) -> Table:
     table.add_row("infrastructure errors", str(summary.errors))
     table.add_row("mean iterations", f"{summary.mean_iterations:.2f}")
     table.add_row("turns by outcome", turns_text(summary.turns, summary.redrawn))
+    by_strategy = passes_by_strategy(list(records))
+    if by_strategy:
+        table.add_row("passes by strategy", strategies_text(by_strategy) + " (the final turn's)")
     table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
     table.add_row("estimated cost", cost_text(summary.cost_usd, model.provider))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
@@ -68,7 +71,7 @@ def error_lines(records: Sequence[TaskRecord], shown: int = ERRORS_SHOWN) -> lis
 
 
 def print_summary(console: Console, summary: Summary, spec: RunSpec, records: Sequence[TaskRecord] = ()) -> None:
-    console.print(summary_table(summary, spec))
+    console.print(summary_table(summary, spec, records))
     trimmed = sum(1 for r in records if r.context_trims)
     overflowed = sum(1 for r in records if r.stop_reason == "context_exceeded")
     if trimmed or overflowed:
