@@ -126,17 +126,22 @@ def passes_by_strategy(records: list[TaskRecord]) -> dict[str, tuple[int, int]]:
     candidate strays from the buggy code, and so in how often a pass holds beyond the tests."""
     counts: dict[str, list[int]] = {}
     for r in records:
-        if not r.passed:
+        strategy = final_strategy(r) if r.passed else None
+        if strategy is None:
             continue
-        # The turn that wrote the final code (as stored, a turn may name it instead of repeating it).
-        final = [a for a in r.attempts if a.get("code_is") == "final_code" or (a.get("code") is not None and a.get("code") == r.final_code)]
-        strategy = final[-1].get("strategy") if final else None
-        if not isinstance(strategy, str):
-            continue  # no turn wrote it (an oracle), or one from before turns kept their strategy
         entry = counts.setdefault(strategy, [0, 0])
         entry[0] += 1
         entry[1] += (r.scores.get("plus") or {}).get("final") is True
     return {k: (v[0], v[1]) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))}
+
+
+def final_strategy(record: TaskRecord) -> str | None:
+    """The strategy of the turn that wrote the record's final code; None when no turn did (an
+    oracle) or the turn is from before turns kept their strategy."""
+    # As stored, a turn may name the final code instead of repeating it.
+    final = [a for a in record.attempts if a.get("code_is") == "final_code" or (a.get("code") is not None and a.get("code") == record.final_code)]
+    strategy = final[-1].get("strategy") if final else None
+    return strategy if isinstance(strategy, str) else None
 
 
 def strategies_text(by_strategy: dict[str, tuple[int, int]]) -> str:
