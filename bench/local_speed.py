@@ -14,7 +14,8 @@ buys speed by changing what the model says, or by losing passes, shows up here.
 Settings: `plain` (no drafting), `pldN` (prompt-lookup decoding, N draft tokens), either followed
 by `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py), then
 optionally by `-tN` and `-bN` (N threads generating tokens, and reading prompts and checking
-drafts, instead of the server's defaults). Run it with nothing else heavy on the machine: the
+drafts, instead of the server's defaults), then optionally by `-cache` (the server's prompt cache
+in RAM: CACHE_OPTIONS). Run it with nothing else heavy on the machine: the
 settings run one after another, so load that changes during the run shows up as a difference
 between them (repeat with the order reversed to check).
 """
@@ -72,15 +73,22 @@ class SettingResult:
         return self.tokens_out / self.model_s if self.model_s else 0.0
 
 
+# `-cache`: llama-cpp-python's prompt cache in RAM (`--cache`), which keeps the state after each
+# reply and restores the one with the longest common prefix, where by default only the last
+# prompt's prefix is reused: a fresh `rewrite` draw repeats an opening the model has already read,
+# with another conversation (the `fix` turns) in between.
+CACHE_OPTIONS = ("--cache", "True", "--cache_type", "ram", "--cache_size", str(4 << 30))
+
+
 def parse_setting(text: str) -> ServerOptions:
     """`plain` or `pldN`, optionally `-norepack` (llama.cpp's repacked weight buffers off), then
     optionally `-tN` and `-bN` (N threads generating tokens, and reading prompts and drafts;
-    default the server's)."""
-    match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?(?:-t(\d+))?(?:-b(\d+))?", text)
+    default the server's), then optionally `-cache` (CACHE_OPTIONS)."""
+    match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?(?:-t(\d+))?(?:-b(\d+))?(-cache)?", text)
     numbers = [match.group(i) for i in (2, 4, 5)] if match else []
     if not match or any(n is not None and not 1 <= int(n) <= 64 for n in numbers):
-        raise UserError(f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN (each N from 1 to 64)")
-    options = ServerOptions(prompt_lookup=int(match.group(2) or 0), repack=match.group(3) is None)
+        raise UserError(f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN (each N from 1 to 64), then -cache")
+    options = ServerOptions(prompt_lookup=int(match.group(2) or 0), repack=match.group(3) is None, extra=CACHE_OPTIONS if match.group(6) else ())
     if match.group(4) is not None:
         options = replace(options, threads=int(match.group(4)))
     return options if match.group(5) is None else replace(options, batch_threads=int(match.group(5)))

@@ -69,7 +69,7 @@ def rewrite_passes(records: list[TaskRecord]) -> list[TaskRecord]:
     return [r for r in records if r.passed and final_strategy(r) == "rewrite"]
 
 
-def probe(record: TaskRecord, task: ds.Task, model: ChatModel, executor: Executor, store: CaseStore) -> Row:
+def ask_small_fix(record: TaskRecord, task: ds.Task, model: ChatModel, executor: Executor, store: CaseStore) -> Row:
     prompt = PROMPT.format(rewrite=(record.final_code or "").strip(), buggy=task.buggy_code.strip())
     reply = model.chat(ChatRequest(messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=MAX_TOKENS, task_id=task.task_id))
     call = first_usable(extract_calls(reply.content, [], task.entry_point))
@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with open_endpoint(preset, {}, RetryPolicy(attempts=2, timeout_s=900)) as endpoint:
             for record in chosen:
-                row = probe(record, tasks[record.task_id], endpoint.model, executor, store)
+                row = ask_small_fix(record, tasks[record.task_id], endpoint.model, executor, store)
                 rows.append(row)
                 what = "no code" if row.minimal_code is None else f"passed {row.minimal_passed}, pass@1+ {row.minimal_plus}" + (" (the buggy code again)" if row.minimal_is_buggy else "")
                 print(f"{row.task_id}: rewrite pass@1+ {row.rewrite_plus} | small fix: {what}", flush=True)

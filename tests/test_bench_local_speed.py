@@ -30,7 +30,10 @@ def test_settings_are_plain_or_pld_n() -> None:
     assert local_speed.parse_setting("pld10-t2") == ServerOptions(prompt_lookup=10, threads=2)
     assert local_speed.parse_setting("pld10-b1") == ServerOptions(prompt_lookup=10, batch_threads=1)
     assert local_speed.parse_setting("plain-norepack-t2-b1") == ServerOptions(prompt_lookup=0, repack=False, threads=2, batch_threads=1)
-    for bad in ("pld", "pld0", "pld99", "fast", "pld6-norepack-norepack", "norepack", "pld10-t0", "pld10-b1-t2", "pld10-t"):
+    assert local_speed.parse_setting("pld10-cache") == ServerOptions(prompt_lookup=10, extra=local_speed.CACHE_OPTIONS)
+    assert local_speed.parse_setting("pld10-t2-cache").threads == 2
+    assert "--cache" in server_command(Path("m.gguf"), "m", 1234, local_speed.parse_setting("plain-cache"))
+    for bad in ("pld", "pld0", "pld99", "fast", "pld6-norepack-norepack", "norepack", "pld10-t0", "pld10-b1-t2", "pld10-t", "pld10-cache-t2", "cache"):
         with pytest.raises(UserError, match="--settings"):
             local_speed.parse_setting(bad)
 
