@@ -349,3 +349,15 @@ def test_the_committed_default_run_passes_by_strategy() -> None:
 
     run = load_run(Path(__file__).resolve().parents[1] / "results" / "local-0.5b_tests_repair_rewrite-now_fresh.json")
     assert "passes by strategy of the final turn: fix 25 (pass@1+ 23), rewrite 25 (pass@1+ 19)" in summary_lines(run)
+
+
+def test_a_strategy_name_is_shown_as_text_not_markup(runs: dict[str, Any]) -> None:
+    """A plugin's strategy may be named anything the registry takes, brackets included."""
+    from humanevalfix.reports.summary import summary_table
+    from humanevalfix.evaluation.results import Summary
+
+    run = load_run(runs["a"])
+    records = [_record("t", True, True, "x", [{"outcome": "passed", "code": "x", "strategy": "[red]odd[/red]"}])]
+    console = Console(file=io.StringIO(), width=300, record=True)
+    console.print(summary_table(Summary.from_dict(results_of(runs["a"])["summary"]), run.spec, records))
+    assert "[red]odd[/red] 1 (pass@1+ 1)" in console.export_text()

@@ -7,7 +7,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.passk import counts_by_task, pass_at_ks
@@ -120,7 +120,7 @@ def turns_text(turns: dict[str, int], redrawn: int = 0) -> str:
     return text + (f"; {redrawn} replies drawn again within their turn (--redraws)" if redrawn else "")
 
 
-def passes_by_strategy(records: list[TaskRecord]) -> dict[str, tuple[int, int]]:
+def passes_by_strategy(records: Sequence[TaskRecord]) -> dict[str, tuple[int, int]]:
     """Final passes by the strategy of the turn that wrote the final code, and how many of them
     also pass pass@1+: (passes, pass@1+ passes), most passes first. Strategies differ in how far a
     candidate strays from the buggy code, and so in how often a pass holds beyond the tests."""

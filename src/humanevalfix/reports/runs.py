@@ -201,7 +201,7 @@ def summary_lines(run: Run) -> list[str]:
         # From the records, so that runs from before the summary counted them show it too.
         "turns: " + turns_text(turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)),
     ]
-    by_strategy = passes_by_strategy(list(run.records))
+    by_strategy = passes_by_strategy(run.records)
     if by_strategy:
         lines.append("passes by strategy of the final turn: " + strategies_text(by_strategy))
     lines += [

@@ -48,9 +48,9 @@ def summary_table(summary: Summary, spec: RunSpec, records: Sequence[TaskRecord]
     table.add_row("infrastructure errors", str(summary.errors))
     table.add_row("mean iterations", f"{summary.mean_iterations:.2f}")
     table.add_row("turns by outcome", turns_text(summary.turns, summary.redrawn))
-    by_strategy = passes_by_strategy(list(records))
-    if by_strategy:
-        table.add_row("passes by strategy", strategies_text(by_strategy) + " (the final turn's)")
+    by_strategy = passes_by_strategy(records)
+    if by_strategy:  # a strategy's name is a plugin's text: never markup
+        table.add_row("passes by strategy", escape(strategies_text(by_strategy)) + " (the final turn's)")
     table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
     table.add_row("estimated cost", cost_text(summary.cost_usd, model.provider))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
