@@ -12,8 +12,8 @@ over these tasks if a small fix that passes replaced its rewrite. Nothing of the
     python bench/minimal_fix.py results/RUN.json
     python bench/minimal_fix.py results/RUN.json --model local --limit 5 --out /tmp/minimal.json
 
-The model is the run's own by default preset (`local`, the embedded model); a run of another
-protocol than `tests` is refused, as its rewrites saw something else.
+The model is a preset (`--model`, default `local`: the embedded model, the one of the committed
+runs); a run of another protocol than `tests` is refused, as its rewrites saw something else.
 """
 
 from __future__ import annotations

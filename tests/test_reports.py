@@ -308,8 +308,8 @@ def test_passes_by_strategy_count_the_turn_that_wrote_the_final_code() -> None:
     records = [
         # rewrite wrote the final code, after a failed fix turn
         _record("a", True, True, "x", [{"outcome": "failed", "code": "w", "strategy": "fix"}, {"outcome": "passed", "code": "x", "strategy": "rewrite"}]),
-        # stored form: the turn names the final code instead of repeating it
-        _record("b", True, False, "y", [{"outcome": "passed", "code": None, "code_is": "final_code", "strategy": "rewrite"}]),
+        # written and read back: stored, the turn names the final code instead of repeating it
+        TaskRecord.from_dict(_record("b", True, False, "y", [{"outcome": "passed", "code": "y", "strategy": "rewrite"}]).to_dict()),
         _record("c", True, None, "z", [{"outcome": "passed", "code": "z", "strategy": "fix"}]),  # pass@1+ not checked
         _record("d", False, None, "q", [{"outcome": "failed", "code": "q", "strategy": "fix"}]),  # not a pass
         _record("e", True, True, "o", []),  # an oracle: no turn wrote it

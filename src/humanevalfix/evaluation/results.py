@@ -138,8 +138,8 @@ def passes_by_strategy(records: Sequence[TaskRecord]) -> dict[str, tuple[int, in
 def final_strategy(record: TaskRecord) -> str | None:
     """The strategy of the turn that wrote the record's final code; None when no turn did (an
     oracle) or the turn is from before turns kept their strategy."""
-    # As stored, a turn may name the final code instead of repeating it.
-    final = [a for a in record.attempts if a.get("code_is") == "final_code" or (a.get("code") is not None and a.get("code") == record.final_code)]
+    # A stored turn that names the final code (`code_is`) has it back once read (TaskRecord.from_dict).
+    final = [a for a in record.attempts if a.get("code") is not None and a.get("code") == record.final_code]
     strategy = final[-1].get("strategy") if final else None
     return strategy if isinstance(strategy, str) else None
 
