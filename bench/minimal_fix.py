@@ -32,9 +32,9 @@ from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import final_strategy, write_atomic
 from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.models.client import ChatModel, ChatRequest, RetryPolicy
-from humanevalfix.models.presets import load_presets, resolve
+from humanevalfix.models.presets import Preset, load_presets, resolve
 from humanevalfix.models.providers import open_endpoint
-from humanevalfix.reports.runs import load_run
+from humanevalfix.reports.runs import Run, load_run
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.factory import build_executor
 
@@ -97,11 +97,7 @@ def totals(rows: list[Row]) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results", type=Path, metavar="RESULTS.json", help="a --protocol tests run's results file")
-    p.add_argument("--model", default="local", help="a preset (default: local, the embedded model)")
-    p.add_argument("--dataset-path", type=Path, help="the run's dataset (default: as eval finds it)")
-    p.add_argument("--limit", type=int, help="the first N of the run's rewrite passes")
-    p.add_argument("--out", type=Path, help="write the rows and the totals as JSON")
+    add_run_arguments(p)
     args = p.parse_args(argv)
     try:
         return _run(args)
@@ -110,19 +106,42 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the benches that read a run's rewrite passes (this one, rewrite_draws.py)."""
+    p.add_argument("results", type=Path, metavar="RESULTS.json", help="a --protocol tests run's results file")
+    p.add_argument("--model", default="local", help="a preset (default: local, the embedded model)")
+    p.add_argument("--dataset-path", type=Path, help="the run's dataset (default: as eval finds it)")
+    p.add_argument("--limit", type=int, help="the first N of the run's rewrite passes")
+    p.add_argument("--out", type=Path, help="write the rows and the totals as JSON")
+
+
+@dataclass(frozen=True)
+class Chosen:
+    run: Run
+    tasks: dict[str, ds.Task]
+    records: list[TaskRecord]  # the run's rewrite passes, --limit applied
+    preset: Preset
+
+
+def choose(args: argparse.Namespace) -> Chosen:
+    """The run's rewrite passes and the preset to ask, or one UserError naming the problem."""
     try:
         run = load_run(args.results)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{args.results}: not a results file ({type(exc).__name__}: {exc})") from None
     if run.spec.protocol.name != "tests":
-        raise UserError(f"{args.results}: a --protocol {run.spec.protocol.name} run; this probe reads --protocol tests runs")
+        raise UserError(f"{args.results}: a --protocol {run.spec.protocol.name} run; this bench reads --protocol tests runs")
     tasks = {t.task_id: t for t in ds.load(ds.resolve_path(args.dataset_path)).tasks}
     chosen = rewrite_passes(list(run.records))[: args.limit]
     missing = [r.task_id for r in chosen if r.task_id not in tasks]
     if missing:
         raise UserError(f"{args.results}: tasks not in the dataset: {', '.join(missing[:5])}")
-    preset = resolve(args.model, presets=load_presets())
+    return Chosen(run, tasks, chosen, resolve(args.model, presets=load_presets()))
+
+
+def _run(args: argparse.Namespace) -> int:
+    found = choose(args)
+    tasks, chosen, preset = found.tasks, found.records, found.preset
     print(f"{len(chosen)} passes written by rewrite in {args.results}; asking {preset.model} for each as a small fix", file=sys.stderr, flush=True)
     rows: list[Row] = []
     executor, store = build_executor("auto", Limits()), CaseStore(default_directory())

@@ -102,6 +102,7 @@ BENCH = {
     "bench/batch_exactness.py": "not run: loads the embedded model's weights into llama.cpp",
     "bench/local_speed.py": "not run: starts the embedded model once per setting",
     "bench/minimal_fix.py": "not run: calls a model (once per pass a rewrite wrote in the run)",
+    "bench/rewrite_draws.py": "not run: calls a model (draws per pass a rewrite wrote in the run)",
 }
 BASELINE_NEEDS = ("--agent-results", "--baseline-from")  # both sides from files: no model started
 
