@@ -24,6 +24,7 @@ import argparse
 import ast
 import json
 import sys
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -73,13 +74,13 @@ class Row:
         return any(d.plus is True for d in self.passing())
 
     def largest_group_holds(self) -> bool:
-        """The pick by agreement: the largest group of passing draws, ties to the run's own."""
-        sizes: dict[int, int] = {}
-        for d in self.passing():
-            sizes[d.group or 0] = sizes.get(d.group or 0, 0) + 1
-        run_group = self.draws[0].group or 0
-        best = max(sizes, key=lambda g: (sizes[g], g == run_group))
-        return any(d.plus is True for d in self.passing() if (d.group or 0) == best)
+        """The pick by agreement: the largest group of passing draws, ties to the run's own (none
+        to pick where nothing passed, the run's own rewrite included, scored again here)."""
+        sizes = Counter(d.group for d in self.passing())
+        if not sizes:
+            return False
+        best = max(sizes, key=lambda g: (sizes[g], g == self.draws[0].group))
+        return any(d.plus is True for d in self.passing() if d.group == best)
 
     def groups(self) -> int:
         return len({d.group for d in self.passing()})

@@ -85,6 +85,8 @@ def test_the_pick_by_agreement_follows_the_largest_group() -> None:
     assert row.largest_group_holds() and row.some_holds() and row.groups() == 2
     outvoted = rewrite_draws.Row("Python/0", 10, (draws[0], rewrite_draws.Draw("d0", "a", True, False, group=0), draws[1]))
     assert not outvoted.largest_group_holds() and outvoted.some_holds()
+    nothing = rewrite_draws.Row("Python/0", 10, (rewrite_draws.Draw("run", "a", False, None), draws[3]))
+    assert not nothing.largest_group_holds() and not nothing.some_holds() and nothing.groups() == 0
 
 
 def test_bad_options_and_other_protocols_are_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
