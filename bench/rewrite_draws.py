@@ -147,14 +147,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     found = choose(args)
-    run, tasks, chosen, preset = found.run, found.tasks, found.records, found.preset
+    tasks, chosen, preset = found.tasks, found.records, found.preset
+    settings = found.run.spec.agent_settings()  # the run's own: what its fresh draws were asked with
     print(f"{len(chosen)} passes written by rewrite in {args.results}; {args.draws} more rewrite draws each from {preset.model}", file=sys.stderr, flush=True)
     rows: list[Row] = []
     executor, store = build_executor("auto", Limits()), CaseStore(default_directory())
     try:
         with open_endpoint(preset, {}, RetryPolicy(attempts=2, timeout_s=900)) as endpoint:
             for record in chosen:
-                row = examine(record, tasks[record.task_id], endpoint.model, args.draws, run.spec.agent_settings(), executor, store)
+                row = examine(record, tasks[record.task_id], endpoint.model, args.draws, settings, executor, store)
                 rows.append(row)
                 shown = ", ".join(f"{d.name}: " + ("no code" if d.code is None else "fail" if not d.passed else f"pass, pass@1+ {d.plus}, group {d.group}") for d in row.draws)
                 print(f"{row.task_id}: {shown}", flush=True)
