@@ -559,3 +559,65 @@ def test_facts_come_from_the_judge_and_the_candidate_cannot_write_them() -> None
     result = executor("bwrap").run(code, test)
     assert result.passed and result.facts == {"plus": {"compared": 3, "disagreements": (1, 2)}}, result
     assert executor("bwrap").run(code, TEST).facts == {}
+
+
+# Module code of a candidate that rewrites its own process's answer to a batch of calls (the
+# pass@1+ check): it keeps the first `KEEP` answers, or none, and so leaves out the calls it
+# would get wrong. The judge's clock, not the answer, says when a batch may be cut short.
+CUT_BATCH = """
+import sys
+
+def _cut(keep):
+    frame = sys._getframe(1)
+    while frame is not None and "self" not in frame.f_locals:
+        frame = frame.f_back
+    cls = type(frame.f_locals["self"])
+    batch = cls.batch
+
+    def cut(self, message):
+        answer = batch(self, message)
+        answer["results"] = answer["results"][:keep]
+        return answer
+
+    cls.batch = cut
+
+_cut(KEEP)
+"""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_candidate_cannot_leave_out_the_batch_calls_it_would_get_wrong(kind: str) -> None:
+    """Before 2026-11-27 a short answer was read as the budget running out, whenever it came:
+    this wrong `f` passed the check. The honest run of the same batch passes."""
+    wrong = "def f(x):\n    return x + 1 if x < 5 else 0\n" + CUT_BATCH.replace("KEEP", "5")
+    test = (
+        "def check(f):\n"
+        "    out = globals()['@hefix.batch'](f, [(i,) for i in range(10)], [0.3] * 10, 5.0)\n"
+        "    assert [o for o in out if o[0] != 'skipped'] == [('value', i + 1) for i in range(len(out)) if out[i][0] != 'skipped'], out\n"
+        "check(f)\n"
+    )
+    result = executor(kind).run(wrong, test)
+    assert result.status == "failed", result
+    if LANG not in executor(kind).guarantees:
+        assert "answered 5 of 10 calls before their time ran out" in result.message, result
+    assert executor(kind).run("def f(x):\n    return x + 1\n", test).passed
+
+
+@pytest.mark.parametrize("kind", TWINS)
+def test_a_wrong_fix_cannot_cut_its_pass_at_1_plus_check(kind: str, tmp_path) -> None:
+    """The scorer's own path on a real task: a wrong fix that passes the task's test (Python/0's
+    `<=` for `<`) and answers none of pass@1+'s calls is plus False, as it is without the cut."""
+    from humanevalfix.evaluation.dataset import bundled_path, load_file
+    from humanevalfix.evaluation.pluscases import CaseStore
+    from humanevalfix.evaluation.scorer import score_task
+
+    from .plus_wrong_fixes import WRONG_FIXES
+
+    task = next(t for t in load_file(bundled_path()).tasks if t.task_id == "Python/0")
+    store = CaseStore(tmp_path)
+    fix = WRONG_FIXES["Python/0"].code
+    cut = fix + CUT_BATCH.replace("KEEP", "0")
+    for code in (fix, cut):
+        scored = score_task(code, code, task, executor(kind), store)
+        assert scored.score.passed and scored.scores["plus"]["final"] is False, (code, scored)
+    assert score_task(task.canonical_code, task.canonical_code, task, executor(kind), store).scores["plus"]["final"] is True

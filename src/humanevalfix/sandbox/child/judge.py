@@ -230,10 +230,11 @@ class Channel:
             trees = json.loads(calls_json)
             return self.batch(func, [a for a, _ in trees], [t for _, t in trees], budget_s, True)
         head = self.plain.dumps({"op": "batch", "name": name, "budget_s": float(budget_s)})
+        sent = time.monotonic()
         self._send(head[:-1].encode("ascii") + b',"calls":' + calls_json + b"}")
         # Waited for until the budget is spent (and the last call's limit, which the candidate
         # keeps), not until the run's deadline: the judge is left the time to report.
-        data = self._answer_json(deadline=time.monotonic() + float(budget_s) + BATCH_GRACE_S)
+        data = self._answer_json(deadline=sent + float(budget_s) + BATCH_GRACE_S)
         if expected is not None and data == expected:
             return None
         results = self._decoded(data).get("results")
@@ -250,7 +251,11 @@ class Channel:
             else:
                 why = item[1] if type(item) is list and len(item) == 2 and isinstance(item[1], str) else "sent a malformed answer"
                 raise self._fail(f"`{name}` {why}: only plain data reaches the judge")
-        # A shorter answer: the budget ran out before the rest.
+        # A shorter answer: the budget ran out before the rest. Only the judge's clock says so: the
+        # candidate's budget starts when it has the calls, after `sent`, so a short answer before
+        # this clock has spent it is the candidate leaving out the calls it would get wrong.
+        if len(out) < count and time.monotonic() - sent < float(budget_s):
+            raise self._fail(f"`{name}` answered {len(out)} of {count} calls before their time ran out")
         out += [("skipped", None)] * (count - len(out))
         return out
 
