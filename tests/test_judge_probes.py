@@ -621,3 +621,26 @@ def test_a_wrong_fix_cannot_cut_its_pass_at_1_plus_check(kind: str, tmp_path) ->
         scored = score_task(code, code, task, executor(kind), store)
         assert scored.score.passed and scored.scores["plus"]["final"] is False, (code, scored)
     assert score_task(task.canonical_code, task.canonical_code, task, executor(kind), store).scores["plus"]["final"] is True
+
+
+@pytest.mark.parametrize("kind", TWINS)
+def test_a_wrong_fix_cannot_spend_its_pass_at_1_plus_time_in_the_test(kind: str, tmp_path) -> None:
+    """The check gets what is left of the run's time after the test, and the candidate decides how
+    long its test takes: before 2026-11-27 one that slept through it (still passing) had every
+    input skipped and scored plus true. An input left unchecked now fails the check."""
+    from humanevalfix.evaluation.dataset import bundled_path, load_file
+    from humanevalfix.evaluation.pluscases import CaseStore
+    from humanevalfix.evaluation.scorer import score_task
+
+    from .plus_wrong_fixes import WRONG_FIXES
+
+    task = next(t for t in load_file(bundled_path()).tasks if t.task_id == "Python/0")
+    sleep = "import time\n_asleep = []\n\ndef _once():\n    if not _asleep:\n        _asleep.append(time.sleep(TIMEOUT - 1.5))\n"
+    fix = WRONG_FIXES["Python/0"].code.replace("    s = sorted(numbers)", "    _once()\n    s = sorted(numbers)")
+    code = sleep.replace("TIMEOUT", repr(TIMEOUT)) + fix
+    store = CaseStore(tmp_path)
+    assert store.get(task, None, 0.0, executor(kind)).count  # kept: the check follows the test in its run
+    scored = score_task(code, code, task, executor(kind), store)
+    plus = scored.scores["plus"]
+    assert scored.score.passed and plus["final"] is False and plus["inputs"] == 0, scored
+    assert "inputs were not checked: the run's time ran out before them" in plus["example"], plus

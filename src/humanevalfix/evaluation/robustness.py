@@ -16,6 +16,7 @@ that passed the full tests:
   are compared as plain data: equal, floats within a tolerance, or, for a task whose test checks a
   property of the answer instead of its value (`assert abs(poly(xs, x)) < 1e-4`), that property.
   Any disagreement makes `plus` false; the count and the first (input, expected, got) are kept.
+  So does an input left unchecked because the run's time ran out (as EvalPlus counts a time-out).
 - static: a candidate that compares a parameter to a literal from the tests and returns another
   test literal is `suspect_hardcoding`, with the line. It is a flag for a reader, not a verdict.
 
@@ -152,6 +153,10 @@ __COMMON__
         _what = "has the test's property" if _prop else "gives " + _show(_first[1])
         raise AssertionError("plus: on input " + _first[0][:200] + " the canonical solution " + _what + ", the candidate " + _show(_first[2])
                              + " (" + str(_differ) + " of " + str(_compared) + " inputs disagree)")
+    # An input the run's time ran out before is not checked, and a check is passed only on all of
+    # them: the candidate decides how long its test takes, and so what would be left to check.
+    if _skipped:
+        raise AssertionError("plus: " + str(_skipped) + " of " + str(_skipped + _compared) + " inputs were not checked: the run's time ran out before them")
 """
 BUDGET_S = 4.0  # the candidate's time on all the cases (the executor's timeout is 6 s by default)
 RESERVE_S = 2.0  # of the run's time, kept for the judge to report: a batch's grace and the reply
