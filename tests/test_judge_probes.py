@@ -644,3 +644,31 @@ def test_a_wrong_fix_cannot_spend_its_pass_at_1_plus_time_in_the_test(kind: str,
     plus = scored.scores["plus"]
     assert scored.score.passed and plus["final"] is False and plus["inputs"] == 0, scored
     assert "inputs were not checked: the run's time ran out before them" in plus["example"], plus
+
+
+def test_the_bundled_dataset_is_never_shown_to_a_candidate() -> None:
+    """A non-editable install puts this package, with its bundled dataset (every task's canonical
+    solution and hidden test), in the site-packages the jail binds for numpy. The jail covers the
+    package with an empty read-only tmpfs; the runner's files still come, bound at JAIL_SRC. Here
+    the package's parent is made one of the interpreter's roots, as such an install makes it."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from humanevalfix.evaluation.dataset import bundled_path
+    from humanevalfix.sandbox.jail import PACKAGE_DIR, Jail, hidden_package_dirs, probe_env
+
+    plain = Jail("bwrap")
+    jail = dataclasses.replace(plain, python_roots=plain.python_roots + (str(PACKAGE_DIR.parent),))
+    script = (
+        "import os\n"
+        f"print(os.path.isdir({str(PACKAGE_DIR)!r}), os.listdir({str(PACKAGE_DIR)!r}), os.path.exists({str(bundled_path())!r}), os.path.exists({jail.runner!r}))\n"
+        f"open({str(PACKAGE_DIR)!r} + '/planted', 'w')\n"
+    )
+    done = subprocess.run(jail.wrap([sys.executable, "-I", "-c", script], as_pid_1=True), capture_output=True, text=True, env=probe_env(), cwd="/", timeout=30)
+    assert done.stdout.split("\n")[0] == "True [] False True", done
+    assert "Read-only file system" in done.stderr, done.stderr
+    # The cover is there only where a bind would show the package (this checkout's editable
+    # install is not under the interpreter's roots), and under bwrap only.
+    assert hidden_package_dirs(jail) and str(PACKAGE_DIR) in hidden_package_dirs(jail)
+    assert not hidden_package_dirs(plain) or str(PACKAGE_DIR.parent).startswith(plain.python_roots)

@@ -37,6 +37,7 @@ from typing import Any
 
 # The code a jailed interpreter runs: sandbox/child/, standard library only (a test checks).
 CHILD_DIR = Path(__file__).resolve().parent / "child"
+PACKAGE_DIR = Path(__file__).absolute().parent.parent  # humanevalfix/, hidden in the jail (hidden_package_dirs)
 # The files of it the jail shows: the runner and the helpers it loads by path (runner.load_helper).
 # fix_driver.py is not among them: `fix` sends its source as the test program.
 RUNNER_FILES = (
@@ -275,7 +276,22 @@ def mount_args(jail: Jail) -> list[str]:
     mounts += [(root, ["--ro-bind", root, root]) for root in jail.python_roots]
     mounts += [(str(path), ["--ro-bind", str(path), str(path)]) for path in jail.ro_binds]
     mounts += [(f"{JAIL_SRC}/{name}", ["--ro-bind", str(CHILD_DIR / name), f"{JAIL_SRC}/{name}"]) for name in RUNNER_FILES]
+    mounts += [(d, ["--tmpfs", d, "--remount-ro", d]) for d in hidden_package_dirs(jail)]
     return [arg for _where, args in sorted(mounts, key=lambda m: _depth(m[0])) for arg in args]
+
+
+def hidden_package_dirs(jail: Jail) -> list[str]:
+    """This package's own directory wherever the interpreter's binds or the system's would show it
+    (a non-editable install lives in the site-packages the jail binds): its bundled dataset holds
+    every task's canonical solution and test. An empty read-only tmpfs covers it. The runner's
+    files are bound from the host at JAIL_SRC, so the child needs nothing in it. A project bound
+    for `fix` (`ro_binds`) is the user's to show, even when it is this package's checkout."""
+    shown = (*jail.python_roots, "/usr", "/lib", "/lib64")
+    out: list[str] = []
+    for d in dict.fromkeys((os.path.normpath(str(PACKAGE_DIR)), str(PACKAGE_DIR.resolve()))):
+        if any(d.startswith(root.rstrip("/") + "/") for root in shown) and not bind_problem(Path(d)):
+            out.append(d)
+    return out
 
 
 def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
