@@ -37,10 +37,11 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from humanevalfix.agent import AgentSettings, ToolMode
 from humanevalfix.agent.codecheck import check_candidate
@@ -94,7 +95,9 @@ def baseline_prompt(task: ds.Task, protocol: str = DEFAULT_PROTOCOL) -> str:
     return "\n\n".join(parts)
 
 
-def run_baseline(task: ds.Task, model: ChatModel, executor: Executor, protocol: str = DEFAULT_PROTOCOL) -> tuple[bool, bool, float, int, str]:
+def run_baseline(
+    task: ds.Task, model: ChatModel, executor: Executor, protocol: str = DEFAULT_PROTOCOL
+) -> tuple[bool, bool, float, int, str]:
     """The plain prompt's side of one task: passed (cleaned), passed as written, seconds, tokens out, the reply."""
     start = time.monotonic()
     reply = model.chat(
@@ -122,11 +125,20 @@ def baseline_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOC
         data = json.loads(path.read_text(encoding="utf-8"))
         model = data["summary"]["model"]
         rows = {
-            r["task_id"]: Row(r["task_id"], r["baseline_passed"], r["baseline_s"], r["baseline_tokens_out"], r["baseline_raw_passed"], r["baseline_reply"])
+            r["task_id"]: Row(
+                r["task_id"],
+                r["baseline_passed"],
+                r["baseline_s"],
+                r["baseline_tokens_out"],
+                r["baseline_raw_passed"],
+                r["baseline_reply"],
+            )
             for r in data["rows"]
         }
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"--baseline-from {path}: not an --out file of this script ({type(exc).__name__}: {exc})") from None
+        raise UserError(
+            f"--baseline-from {path}: not an --out file of this script ({type(exc).__name__}: {exc})"
+        ) from None
     if model != model_id:
         raise UserError(f"--baseline-from {path}: model {model!r}, but this run is for {model_id!r}")
     used = data["summary"].get("protocol", "tests")  # before --protocol the plain prompt was always the tests one
@@ -139,7 +151,9 @@ def agent_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOCOL)
     """Records of a results file (.json) or of a run's stream (.jsonl, read only: it may be live)."""
     try:
         if path.suffix == ".jsonl":
-            lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip().endswith("}")]
+            lines = [
+                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip().endswith("}")
+            ]
             config = next(d["config"] for d in lines if d.get("type") == "config")
             records = [d["record"] for d in lines if d.get("type") == "task"]
         else:
@@ -152,7 +166,9 @@ def agent_rows_from(path: Path, model_id: str, protocol: str = DEFAULT_PROTOCOL)
         raise UserError(f"--agent-results {path}: model {spec.model.model!r}, but the baseline runs {model_id!r}")
     used = spec.protocol.name
     if used != protocol:
-        raise UserError(f"--agent-results {path}: that run used --protocol {used}; pass --protocol {used} to compare like with like")
+        raise UserError(
+            f"--agent-results {path}: that run used --protocol {used}; pass --protocol {used} to compare like with like"
+        )
     return {r["task_id"]: r for r in records if r.get("sample", 0) == 0 and not r.get("error")}
 
 
@@ -166,7 +182,7 @@ class AgentSide:
     rows: Mapping[str, dict[str, Any]]
 
     @classmethod
-    def read(cls, path: Path, model_id: str, protocol: str) -> "AgentSide":
+    def read(cls, path: Path, model_id: str, protocol: str) -> AgentSide:
         return cls(path, model_id, protocol, agent_rows_from(path, model_id, protocol))
 
     @property
@@ -205,12 +221,24 @@ class Sides:
             return None
         row = self.earlier[task.task_id] if task.task_id in self.earlier else self._plain(task)
         if rec is not None:
-            return replace(row, agent_passed=rec["passed"], agent_passed_first=rec["passed_first"], agent_iterations=rec["iterations"], agent_s=rec["wall_s"])
+            return replace(
+                row,
+                agent_passed=rec["passed"],
+                agent_passed_first=rec["passed_first"],
+                agent_iterations=rec["iterations"],
+                agent_s=rec["wall_s"],
+            )
         assert self.model is not None and self.settings is not None and self.mode is not None  # a model runs the agent
         record, _ = run_task(task, self.model, self.executor, self.settings, self.mode, stop)
         if record.stop_reason == "interrupted":
             return None
-        return replace(row, agent_passed=record.passed, agent_passed_first=record.passed_first, agent_iterations=record.iterations, agent_s=record.wall_s)
+        return replace(
+            row,
+            agent_passed=record.passed,
+            agent_passed_first=record.passed_first,
+            agent_iterations=record.iterations,
+            agent_s=record.wall_s,
+        )
 
     def _plain(self, task: ds.Task) -> Row:
         assert self.model is not None  # opened whenever a task has no earlier plain side
@@ -224,7 +252,9 @@ class Sides:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset-path", help="default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy")
+    p.add_argument(
+        "--dataset-path", help="default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy"
+    )
     p.add_argument("--tasks", help="comma-separated task ids")
     p.add_argument("--limit", type=int, help="the first N tasks")
     p.add_argument("--model", default="local", help="a preset (default: local, the embedded model)")
@@ -232,7 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-iters", type=int, default=5, help="the agent's repair turns (default 5)")
     p.add_argument("--agent-results", type=Path, help="take the agent's side from this results file")
     p.add_argument("--baseline-from", type=Path, help="take the plain prompt's side from an earlier run's --out file")
-    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default=DEFAULT_PROTOCOL, help=f"what both sides see, as in eval (default {DEFAULT_PROTOCOL})")
+    p.add_argument(
+        "--protocol",
+        choices=tuple(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        help=f"what both sides see, as in eval (default {DEFAULT_PROTOCOL})",
+    )
     p.add_argument("--out", type=Path, help="write per-task rows and the summary as JSON")
     args = p.parse_args(argv)
     old = signal.signal(signal.SIGTERM, _interrupt)  # a `kill` while it sets up ends it like Ctrl-C too
@@ -296,13 +331,19 @@ def _sides(args: argparse.Namespace, preset: Preset, tasks: list[ds.Task], from_
     if from_files.agent is not None and all(t.task_id in from_files.earlier for t in tasks):
         yield from_files
         return
-    with open_endpoint(preset, ds.oracle_answers(tasks), RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf) as endpoint:
+    with open_endpoint(
+        preset, ds.oracle_answers(tasks), RetryPolicy(attempts=2, timeout_s=900), gguf=args.gguf
+    ) as endpoint:
         # Built as eval builds them: the preset's seed and the default engine included.
-        settings = agent_settings(ModelSpec.of(endpoint.preset), ProtocolSpec.named(args.protocol), AgentSpec(max_iters=args.max_iters))
+        settings = agent_settings(
+            ModelSpec.of(endpoint.preset), ProtocolSpec.named(args.protocol), AgentSpec(max_iters=args.max_iters)
+        )
         yield replace(from_files, model=endpoint.model, settings=settings, mode=ToolMode(endpoint.preset.native_tools))
 
 
-def _run_tasks(tasks: list[ds.Task], sides: Sides, rows: list[Row], args: argparse.Namespace, model_id: str, started: float) -> LoopEnd:
+def _run_tasks(
+    tasks: list[ds.Task], sides: Sides, rows: list[Row], args: argparse.Namespace, model_id: str, started: float
+) -> LoopEnd:
     """Every task through the engine's loop, one at a time; each row kept (and --out rewritten) as it finishes."""
     stop = threading.Event()
 
@@ -326,7 +367,11 @@ def _run_tasks(tasks: list[ds.Task], sides: Sides, rows: list[Row], args: argpar
         )
 
     def interrupted() -> None:
-        print(f"interrupted: finishing the task in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now)", file=sys.stderr, flush=True)
+        print(
+            f"interrupted: finishing the task in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return run_loop(tasks, TaskLoop(lambda task: sides.row(task, stop), keep, look, interrupted), stop)
 
@@ -366,14 +411,27 @@ def summarize(rows: list[Row], model: str, args: argparse.Namespace, wall_s: flo
 def print_summary(s: dict[str, Any]) -> None:
     n = s["tasks"] or 1
     print()
-    print(f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']}; plain prompt: {s.get('baseline_from', 'this run')})")
+    print(
+        f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']}; plain prompt: {s.get('baseline_from', 'this run')})"
+    )
     print(f"  protocol: {describe(s.get('protocol', 'tests'))}")
-    print(f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task")
-    print(f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)")
-    print(f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%")
-    print(f"  agent, final:                             {s['agent_passed']:3}/{s['tasks']} = {100 * s['agent_passed'] / n:5.1f}%   {s['agent_s_per_task']} s/task")
+    print(
+        f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task"
+    )
+    print(
+        f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)"
+    )
+    print(
+        f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%"
+    )
+    print(
+        f"  agent, final:                             {s['agent_passed']:3}/{s['tasks']} = {100 * s['agent_passed'] / n:5.1f}%   {s['agent_s_per_task']} s/task"
+    )
     ratio = s["ratio"]
-    print(f"  ratio agent final / baseline: {ratio if ratio is not None else 'n/a (baseline passed none)'}" + ("x" if ratio is not None else ""))
+    print(
+        f"  ratio agent final / baseline: {ratio if ratio is not None else 'n/a (baseline passed none)'}"
+        + ("x" if ratio is not None else "")
+    )
     if s["ratio_vs_raw"] is not None:
         print(f"  ratio agent final / baseline scored as written: {s['ratio_vs_raw']}x")
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
@@ -69,7 +70,9 @@ def _llama(weights: Path, repack: bool) -> Any:
 
     llama_module.llama_cpp.llama_model_default_params = params
     try:
-        return Llama(model_path=str(weights), n_ctx=4096, n_threads=2, n_threads_batch=2, logits_all=True, verbose=False)
+        return Llama(
+            model_path=str(weights), n_ctx=4096, n_threads=2, n_threads_batch=2, logits_all=True, verbose=False
+        )
     finally:
         llama_module.llama_cpp.llama_model_default_params = defaults
 
@@ -161,10 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"llama.cpp build: {flags}")
     print(f"{'repack':>6} {'batch':>5} {'identical logits':>17} {'greedy flips':>12} {'max |diff|':>10}")
     for r in table:
-        print(f"{'on' if r.repack else 'off':>6} {r.batch:>5} {f'{r.identical}/{r.positions}':>17} {r.flipped:>12} {r.max_abs_diff:>10}")
+        print(
+            f"{'on' if r.repack else 'off':>6} {r.batch:>5} {f'{r.identical}/{r.positions}':>17} {r.flipped:>12} {r.max_abs_diff:>10}"
+        )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        document = {"settings": vars(args) | {"out": str(args.out), "gguf": str(args.gguf) if args.gguf else None}, "build": flags, "rows": [asdict(r) for r in table]}
+        document = {
+            "settings": vars(args) | {"out": str(args.out), "gguf": str(args.gguf) if args.gguf else None},
+            "build": flags,
+            "rows": [asdict(r) for r in table],
+        }
         args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0
 

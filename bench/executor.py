@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from humanevalfix.errors import ConfigError
-from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.dataset import Task, bundled_path, load_file, resolve_path
+from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.scorer import score_task
-from humanevalfix.sandbox.child.execution import PRELUDE
 from humanevalfix.sandbox import testcode
+from humanevalfix.sandbox.child.execution import PRELUDE
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.factory import build_executor, executor_factory
 
@@ -127,9 +127,20 @@ def scored(dataset: Path, limit: int | None, timeout_s: float, cache: Path, comp
     """One scored pass in a fresh process of its own, as every run is: nothing this process has
     worked out (the interpreter's layout, a test's parse) helps it but what a run keeps on disk:
     the canonical answers in `cache`, the compiled tests in `compiled`. Its imports are not timed."""
-    argv = [sys.executable, __file__, "--scored-pass", str(cache), "--dataset", str(dataset), "--timeout", str(timeout_s)]
+    argv = [
+        sys.executable,
+        __file__,
+        "--scored-pass",
+        str(cache),
+        "--dataset",
+        str(dataset),
+        "--timeout",
+        str(timeout_s),
+    ]
     env = {**os.environ, testcode.CACHE_ENV: str(compiled)}
-    done = subprocess.run(argv + ([] if limit is None else ["--limit", str(limit)]), capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(
+        argv + ([] if limit is None else ["--limit", str(limit)]), capture_output=True, text=True, check=False, env=env
+    )
     if done.returncode != 0:
         raise SystemExit(f"the scored pass failed: {done.stderr.strip()[-2000:]}")
     seconds, passes, plus = done.stdout.split()
@@ -157,6 +168,7 @@ def scored_pass(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, 
 def site_cost() -> tuple[float, float, list[str], list[str]]:
     """This interpreter's start in ms, with site and without (-S): the best of 10 each; the .pth
     files site runs at every start; and the sys.path a start with site ends up with."""
+
     def best(argv: list[str]) -> float:
         times = []
         for _ in range(10):
@@ -165,7 +177,12 @@ def site_cost() -> tuple[float, float, list[str], list[str]]:
             times.append(time.perf_counter() - t0)
         return min(times) * 1000
 
-    shown = subprocess.run([sys.executable, "-c", "import json, site, sys; print(json.dumps([sys.path[1:], site.getsitepackages()]))"], capture_output=True, text=True, check=True)
+    shown = subprocess.run(
+        [sys.executable, "-c", "import json, site, sys; print(json.dumps([sys.path[1:], site.getsitepackages()]))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     path, site_dirs = json.loads(shown.stdout)
     pth = sorted(p.name for d in site_dirs if Path(d).is_dir() for p in Path(d).glob("*.pth"))
     return best([sys.executable, "-c", "pass"]), best([sys.executable, "-S", "-c", "pass"]), pth, path
@@ -176,11 +193,16 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
     # The plain loop pays the interpreter's start once per program, the scored side a few times a
     # run: a site that is slow to start (a .pth that imports a package) favours the scored side.
     with_site, bare, pth, path = site_cost()
-    print(f"  this interpreter starts in {with_site:.0f} ms, {bare:.0f} ms without site (-S); its site runs {', '.join(pth) or 'no .pth files'}")
+    print(
+        f"  this interpreter starts in {with_site:.0f} ms, {bare:.0f} ms without site (-S); its site runs {', '.join(pth) or 'no .pth files'}"
+    )
     plain: list[float] = []
     bare_plain: list[float] = []
     kept: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache, tempfile.TemporaryDirectory(prefix="hefix-bench-tests-") as compiled:
+    with (
+        tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache,
+        tempfile.TemporaryDirectory(prefix="hefix-bench-tests-") as compiled,
+    ):
         first_s, passes, plus = scored(dataset, limit, timeout_s, Path(cache), Path(compiled))
         same = passes == len(tasks)
         # Alternated, so that a slow spell of a shared machine falls on all sides.
@@ -193,11 +215,21 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
             bare_plain.append(bare_s)
             same = same and passes_again == plain_passes == bare_passes == len(tasks) and plus_again == plus
     best_plain, best_kept, best_bare = min(plain), min(kept), min(bare_plain)
-    print(f"  plain loop (fresh python per program, no sandbox, no pass@1+):    {best_plain:7.1f} s  pass {plain_passes}/{len(tasks)}  (each pass: {_times(plain)})")
-    print(f"  scored, first time (computes the canonical answers and keeps them): {first_s:7.1f} s  pass {passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}  ratio {best_plain / first_s:.1f}x")
-    print(f"  scored, answers kept (every later run on this dataset):           {best_kept:7.1f} s  pass {passes_again}/{len(tasks)}, pass@1+ {plus_again}/{len(tasks)}  ratio {best_plain / best_kept:.1f}x  (each pass: {_times(kept)})")
-    print(f"  (best of {repeat} alternated passes per side; ratio of the medians {statistics.median(plain) / statistics.median(kept):.1f}x)")
-    print(f"  plain loop without site's .pth files (-S, the same sys.path):     {best_bare:7.1f} s  pass {bare_passes}/{len(tasks)}  ratio of the kept pass to it {best_bare / best_kept:.1f}x  (each pass: {_times(bare_plain)})")
+    print(
+        f"  plain loop (fresh python per program, no sandbox, no pass@1+):    {best_plain:7.1f} s  pass {plain_passes}/{len(tasks)}  (each pass: {_times(plain)})"
+    )
+    print(
+        f"  scored, first time (computes the canonical answers and keeps them): {first_s:7.1f} s  pass {passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}  ratio {best_plain / first_s:.1f}x"
+    )
+    print(
+        f"  scored, answers kept (every later run on this dataset):           {best_kept:7.1f} s  pass {passes_again}/{len(tasks)}, pass@1+ {plus_again}/{len(tasks)}  ratio {best_plain / best_kept:.1f}x  (each pass: {_times(kept)})"
+    )
+    print(
+        f"  (best of {repeat} alternated passes per side; ratio of the medians {statistics.median(plain) / statistics.median(kept):.1f}x)"
+    )
+    print(
+        f"  plain loop without site's .pth files (-S, the same sys.path):     {best_bare:7.1f} s  pass {bare_passes}/{len(tasks)}  ratio of the kept pass to it {best_bare / best_kept:.1f}x  (each pass: {_times(bare_plain)})"
+    )
     return 0 if same else 1
 
 
@@ -207,13 +239,29 @@ def _times(values: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", type=Path, default=resolve_path(None) or bundled_path(), help="dataset file (default: $HUMANEVALFIX_DATASET, else the bundled copy)")
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=resolve_path(None) or bundled_path(),
+        help="dataset file (default: $HUMANEVALFIX_DATASET, else the bundled copy)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     parser.add_argument("--timeout", type=float, default=6.0, help="per-run time limit in seconds")
     parser.add_argument("--only", nargs="*", default=None, help="executor labels to run (the baseline always runs)")
-    parser.add_argument("--end-to-end", action="store_true", help="scoring with pass@1+ on the default sandbox against a plain fresh-interpreter loop")
-    parser.add_argument("--repeat", type=int, default=3, help="--end-to-end: alternated passes of each side, the best of which is reported")
-    parser.add_argument("--scored-pass", type=Path, default=None, metavar="CACHE", help=argparse.SUPPRESS)  # --end-to-end's child
+    parser.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="scoring with pass@1+ on the default sandbox against a plain fresh-interpreter loop",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="--end-to-end: alternated passes of each side, the best of which is reported",
+    )
+    parser.add_argument(
+        "--scored-pass", type=Path, default=None, metavar="CACHE", help=argparse.SUPPRESS
+    )  # --end-to-end's child
     args = parser.parse_args(argv)
     tasks = load_file(args.dataset).tasks[: args.limit]
     if args.scored_pass is not None:
@@ -223,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         return end_to_end(tasks, args.dataset, args.limit, args.timeout, max(1, args.repeat))
     progs = programs(tasks)
     limits = Limits(timeout_s=args.timeout)
-    print(f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
     rows: list[Row] = []
     for label, kind, fresh in VARIANTS:
         if args.only and label != BASELINE and label not in args.only:
@@ -254,9 +304,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{base / r.median_ms():>7.1f}x {r.setup_s:>7.2f} {r.start_s:>7.2f} {r.wrong:>5}"
         )
     print()
-    print("median/p95: one run's latency; overhead: median of (latency - the child's own time running candidate + test);")
+    print(
+        "median/p95: one run's latency; overhead: median of (latency - the child's own time running candidate + test);"
+    )
     print(f"speed-up: the '{BASELINE}' baseline's median / this median; setup: the factory's checks (once per run);")
-    print("start: the executor's first run (a fork server, and for docker its container, starts here; once per worker);")
+    print(
+        "start: the executor's first run (a fork server, and for docker its container, starts here; once per worker);"
+    )
     print("wrong: canonical programs that did not pass + buggy programs that passed (must be 0).")
     for r in rows:
         print(f"  {r.label}: {r.isolation}")

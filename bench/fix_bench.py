@@ -45,6 +45,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from fix_diffs import quality  # bench/, beside this script
+from fix_helpers import MODES, helper_task
+from fix_tasks import Children, Row, Scorer, child_env, fix_task, module_name
+
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import read_stream
@@ -55,10 +59,6 @@ from humanevalfix.models.presets import Preset, load_presets, resolve
 from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import SANDBOXES, build_executor
-
-from fix_diffs import quality  # bench/, beside this script
-from fix_helpers import MODES, helper_task
-from fix_tasks import Children, Row, Scorer, child_env, fix_task, module_name
 
 LOCAL_REQUEST_TIMEOUT_S = 900  # one CPU server answers one request at a time (providers.LOCAL_TIMEOUT_S)
 
@@ -83,7 +83,9 @@ def recorded_rows(stream: Path, settings: dict[str, Any]) -> dict[str, Row]:
         if entry.get("type") == "settings":
             for key in ("model", "max_iters", "text_tools", "set", "mode"):
                 if entry["settings"].get(key, {"set": "single", "mode": ""}.get(key)) != settings[key]:
-                    raise UserError(f"--resume {stream}: {key} was {entry['settings'].get(key)!r} there, {settings[key]!r} now")
+                    raise UserError(
+                        f"--resume {stream}: {key} was {entry['settings'].get(key)!r} there, {settings[key]!r} now"
+                    )
         elif entry.get("type") == "task":
             rows[entry["row"]["task_id"]] = Row.of(entry["row"])
     return rows
@@ -128,11 +130,24 @@ def eval_side_from(path: Path, model_id: str) -> EvalSide:
     if spec.model.model != model_id:
         raise UserError(f"--eval-results {path}: model {spec.model.model!r}, but fix runs {model_id!r}")
     passed = {r["task_id"]: bool(r["passed"]) for r in tasks if r.get("sample", 0) == 0 and not r.get("error")}
-    return EvalSide(passed, str(path), spec.protocol.docstring, None if "max_iters" in spec.unrecorded else spec.agent.max_iters)
+    return EvalSide(
+        passed, str(path), spec.protocol.docstring, None if "max_iters" in spec.unrecorded else spec.agent.max_iters
+    )
 
 
 def run_eval(tasks: list[ds.Task], model_args: list[str], args: argparse.Namespace, out: Path) -> None:
-    cmd = [sys.executable, "-m", "humanevalfix", "--tasks", ",".join(t.task_id for t in tasks), "--out", str(out), "--workers", str(args.workers), *model_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "humanevalfix",
+        "--tasks",
+        ",".join(t.task_id for t in tasks),
+        "--out",
+        str(out),
+        "--workers",
+        str(args.workers),
+        *model_args,
+    ]
     if args.dataset_path:
         cmd += ["--dataset-path", args.dataset_path]
     # fix sees no docstring either: --protocol tests is the same information on both sides
@@ -153,7 +168,9 @@ def summarize(rows: list[Row]) -> dict[str, Any]:
         "fix_passed_reference": sum(r.fix_passed_reference for r in rows),
         "fix_verdict": sum(r.fix_verdict for r in rows),
         "fix_exits": {str(c): sum(r.fix_exit == c for r in rows) for c in sorted({r.fix_exit for r in rows}, key=str)},
-        "verdict_disagrees": [r.task_id for r in rows if r.fix_verdict != r.fix_passed or r.fix_passed != r.fix_passed_reference],
+        "verdict_disagrees": [
+            r.task_id for r in rows if r.fix_verdict != r.fix_passed or r.fix_passed != r.fix_passed_reference
+        ],
         "eval_compared": len(compared),
         "eval_passed": sum(bool(r.eval_passed) for r in compared),
         "both": sum(r.fix_passed and bool(r.eval_passed) for r in compared),
@@ -174,10 +191,16 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
     n, pct = s["tasks"], (lambda k, d: f"{100 * k / d:5.1f}%" if d else "  n/a")
     print()
     print(f"fix vs eval: model {settings['model']}, {n} tasks, max-iters {settings['max_iters']}")
-    print(f"  fix (independent score):  {s['fix_passed']:3}/{n} = {pct(s['fix_passed'], n)}   {s['fix_s_per_task']} s/task (median {s['fix_s_median']}), {s['fix_turns_per_task']} turns/task")
-    print(f"  fix's own verdict:        {s['fix_verdict']:3}/{n}   exits {s['fix_exits']}; reference check {s['fix_passed_reference']}/{n}")
-    print(f"  diffs: {s['diffs']}, {s['diffs_apply']} apply with git apply, {len(s['diffs_with_extras'])} hold more than the fix"
-          + (f"; {s['right_function']} change only the helper's function" if settings.get("set") == "helper" else ""))
+    print(
+        f"  fix (independent score):  {s['fix_passed']:3}/{n} = {pct(s['fix_passed'], n)}   {s['fix_s_per_task']} s/task (median {s['fix_s_median']}), {s['fix_turns_per_task']} turns/task"
+    )
+    print(
+        f"  fix's own verdict:        {s['fix_verdict']:3}/{n}   exits {s['fix_exits']}; reference check {s['fix_passed_reference']}/{n}"
+    )
+    print(
+        f"  diffs: {s['diffs']}, {s['diffs_apply']} apply with git apply, {len(s['diffs_with_extras'])} hold more than the fix"
+        + (f"; {s['right_function']} change only the helper's function" if settings.get("set") == "helper" else "")
+    )
     for extra in s["diffs_with_extras"]:
         print(f"    {extra}")
     if s["verdict_disagrees"]:
@@ -188,8 +211,13 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
         return
     m = s["eval_compared"]
     shown = "shown (fix sees none)" if settings["eval_docstring"] else "not shown"
-    print(f"  eval ({eval_from}, max-iters {settings['eval_max_iters']}, docstring {shown}): {s['eval_passed']:3}/{m} = {pct(s['eval_passed'], m)}")
-    print(f"  both {s['both']}, only fix {len(s['only_fix'])}, only eval {len(s['only_eval'])}, neither {s['neither']}" + (f"  ({n - m} without an eval record)" if m < n else ""))
+    print(
+        f"  eval ({eval_from}, max-iters {settings['eval_max_iters']}, docstring {shown}): {s['eval_passed']:3}/{m} = {pct(s['eval_passed'], m)}"
+    )
+    print(
+        f"  both {s['both']}, only fix {len(s['only_fix'])}, only eval {len(s['only_eval'])}, neither {s['neither']}"
+        + (f"  ({n - m} without an eval record)" if m < n else "")
+    )
     for label in ("only_fix", "only_eval"):
         if s[label]:
             print(f"    {label.replace('_', ' ')}: {', '.join(s[label])}")
@@ -207,7 +235,16 @@ def write_out(path: Path, document: dict[str, Any]) -> None:
 
 def model_options(args: argparse.Namespace, model: str, base_url: str | None) -> list[str]:
     """What both fix and eval are given: the same model, turns, sandbox and time limit."""
-    opts = ["--model", model, "--max-iters", str(args.max_iters), "--sandbox", args.sandbox, "--timeout", f"{args.timeout:g}"]
+    opts = [
+        "--model",
+        model,
+        "--max-iters",
+        str(args.max_iters),
+        "--sandbox",
+        args.sandbox,
+        "--timeout",
+        f"{args.timeout:g}",
+    ]
     if base_url:
         opts += ["--base-url", base_url]
     if args.api_key_env:
@@ -221,29 +258,69 @@ def model_options(args: argparse.Namespace, model: str, base_url: str | None) ->
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="per-task rows, summary and settings as JSON (the stream is beside it as .jsonl)")
-    p.add_argument("--dataset-path", help="default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="per-task rows, summary and settings as JSON (the stream is beside it as .jsonl)",
+    )
+    p.add_argument(
+        "--dataset-path", help="default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy"
+    )
     p.add_argument("--tasks", help="comma-separated task ids")
     p.add_argument("--limit", type=int, help="the first N tasks")
     p.add_argument("--workers", type=int, default=1, help="fix commands at a time (default 1)")
     p.add_argument("--resume", action="store_true", help="skip the tasks already in the .jsonl beside --out")
-    p.add_argument("--set", choices=("single", "helper"), default="single", help="the task set: one module per task (default), or the helper-module projects")
-    p.add_argument("--mode", choices=MODES, default="project", help="--set helper: fix without FILE (project), on the caller's file (file), or told the function (told)")
+    p.add_argument(
+        "--set",
+        choices=("single", "helper"),
+        default="single",
+        help="the task set: one module per task (default), or the helper-module projects",
+    )
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="project",
+        help="--set helper: fix without FILE (project), on the caller's file (file), or told the function (told)",
+    )
     g = p.add_argument_group("model (passed to fix and eval)")
-    g.add_argument("--model", help="a preset or model id (default: as fix chooses: a provider with a key, else the embedded model)")
+    g.add_argument(
+        "--model", help="a preset or model id (default: as fix chooses: a provider with a key, else the embedded model)"
+    )
     g.add_argument("--base-url", help="an OpenAI-compatible server")
     g.add_argument("--api-key-env", metavar="VAR", help="the variable holding the key(s)")
     g.add_argument("--text-tools", action="store_true", help="the text protocol instead of native tool calls")
     g.add_argument("--gguf", type=Path, help="weights for the embedded model")
-    g.add_argument("--request-timeout", type=float, help="seconds per model request (default: fix's; 900 for the embedded model this bench starts, or a CPU server shared with another run)")
+    g.add_argument(
+        "--request-timeout",
+        type=float,
+        help="seconds per model request (default: fix's; 900 for the embedded model this bench starts, or a CPU server shared with another run)",
+    )
     g.add_argument("--max-iters", type=int, default=5, help="repair turns after the first (default 5)")
-    g.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="fix's sandbox (the independent score uses the strongest that works)")
+    g.add_argument(
+        "--sandbox",
+        choices=SANDBOXES,
+        default="auto",
+        help="fix's sandbox (the independent score uses the strongest that works)",
+    )
     g.add_argument("--timeout", type=float, default=6.0, help="seconds per test run (default 6)")
-    g.add_argument("--task-timeout", type=float, default=3600.0, help="stop a fix command after this many seconds (default 3600)")
+    g.add_argument(
+        "--task-timeout", type=float, default=3600.0, help="stop a fix command after this many seconds (default 3600)"
+    )
     g = p.add_argument_group("eval side")
-    g.add_argument("--eval-results", type=Path, help="an eval results file (.json, or a run's .jsonl) of the same model")
-    g.add_argument("--run-eval", action="store_true", help="run the eval on the same tasks with the same options (into <out>.eval.json)")
-    g.add_argument("--eval-docstring", action="store_true", help="--run-eval: show the eval the docstring (default: not, as fix sees none)")
+    g.add_argument(
+        "--eval-results", type=Path, help="an eval results file (.json, or a run's .jsonl) of the same model"
+    )
+    g.add_argument(
+        "--run-eval",
+        action="store_true",
+        help="run the eval on the same tasks with the same options (into <out>.eval.json)",
+    )
+    g.add_argument(
+        "--eval-docstring",
+        action="store_true",
+        help="--run-eval: show the eval the docstring (default: not, as fix sees none)",
+    )
     args = p.parse_args(argv)
     if args.eval_results and args.run_eval:
         p.error("--eval-results and --run-eval: give one")
@@ -270,7 +347,13 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def _preset(args: argparse.Namespace) -> Preset:
-    return resolve(args.model, base_url=args.base_url, key_env=args.api_key_env, native_tools=False if args.text_tools else None, presets=load_presets())
+    return resolve(
+        args.model,
+        base_url=args.base_url,
+        key_env=args.api_key_env,
+        native_tools=False if args.text_tools else None,
+        presets=load_presets(),
+    )
 
 
 def _served(stack: ExitStack, preset: Preset, args: argparse.Namespace) -> tuple[str | None, float | None]:
@@ -305,7 +388,8 @@ def _run(args: argparse.Namespace) -> int:
         "task_ids": [t.task_id for t in tasks],
         "fix_sees": "<entry_point>.py: the task's buggy code as the dataset has it (declaration + buggy solution, "
         "without the entry point's docstring); test_<entry_point>.py: its whole test as one pytest test; no --function"
-        if args.set == "single" else "tasklib/core.py: the task's buggy code; tasklib/api.py: the entry point calling core's; "
+        if args.set == "single"
+        else "tasklib/core.py: the task's buggy code; tasklib/api.py: the entry point calling core's; "
         "test_<entry_point>.py importing it from tasklib.api (bench/fix_helpers.py); fix run as --mode says",
     }
     stream = stream_of(args.out)
@@ -326,18 +410,30 @@ def _run(args: argparse.Namespace) -> int:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fixbench-")))
         traces = args.out.with_suffix(".traces")
         traces.mkdir(parents=True, exist_ok=True)
-        print(f"{len(todo)} tasks to fix ({len(earlier)} recorded); fix {shlex.join(opts)}", file=sys.stderr, flush=True)
+        print(
+            f"{len(todo)} tasks to fix ({len(earlier)} recorded); fix {shlex.join(opts)}", file=sys.stderr, flush=True
+        )
         try:
             end = _fix_all(todo, opts, work, traces, scorer, children, args, writer, rows)
             if end.status != "complete":
-                print(f"{end.status}; the summary covers the {len(rows)} tasks finished" + (f" ({end.problem})" if end.problem else ""), file=sys.stderr)
+                print(
+                    f"{end.status}; the summary covers the {len(rows)} tasks finished"
+                    + (f" ({end.problem})" if end.problem else ""),
+                    file=sys.stderr,
+                )
             elif args.run_eval:
                 eval_side = _eval_for(tasks, opts, args, eval_out, preset.model)
         except KeyboardInterrupt:  # while the eval side runs
             print(f"interrupted; the summary covers the {len(rows)} tasks finished", file=sys.stderr)
     if eval_side is not None:
-        settings.update(eval_from=eval_side.source, eval_docstring=eval_side.docstring, eval_max_iters=eval_side.max_iters)
-    ordered = [replace(rows[t.task_id], eval_passed=eval_side.passed.get(t.task_id) if eval_side else None) for t in tasks if t.task_id in rows]
+        settings.update(
+            eval_from=eval_side.source, eval_docstring=eval_side.docstring, eval_max_iters=eval_side.max_iters
+        )
+    ordered = [
+        replace(rows[t.task_id], eval_passed=eval_side.passed.get(t.task_id) if eval_side else None)
+        for t in tasks
+        if t.task_id in rows
+    ]
     summary = summarize(ordered) | {"wall_s": round(time.monotonic() - started, 1)}
     print_summary(summary, settings)
     write_out(args.out, {"settings": settings, "summary": summary, "rows": [asdict(r) for r in ordered]})
@@ -353,7 +449,17 @@ def _checked(row: Row, task: ds.Task, task_set: str) -> Row:
     return replace(row, applies=ok, extras=extras)
 
 
-def _fix_all(todo: list[ds.Task], opts: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, args: argparse.Namespace, writer: RowStream, rows: dict[str, Row]) -> LoopEnd:
+def _fix_all(
+    todo: list[ds.Task],
+    opts: list[str],
+    work: Path,
+    traces: Path,
+    scorer: Scorer,
+    children: Children,
+    args: argparse.Namespace,
+    writer: RowStream,
+    rows: dict[str, Row],
+) -> LoopEnd:
     """Every task through the package's run engine (evaluation/runloop.py), --workers at a time. The
     fix processes take no stop event: a Ctrl-C or SIGTERM ends them (Children.kill_all), and the
     tasks they were on count nowhere (--resume runs them again)."""
@@ -379,7 +485,10 @@ def _fix_all(todo: list[ds.Task], opts: list[str], work: Path, traces: Path, sco
     def look(row: Row | None) -> None:
         assert row is not None  # only kept rows are looked at
         mark = "PASS" if row.fix_passed else "fail"
-        print(f"[{len(rows)}/{total}] {row.task_id:12} fix exit {row.fix_exit}, {mark} ({row.turns} turns, {row.wall_s:.0f}s)", flush=True)
+        print(
+            f"[{len(rows)}/{total}] {row.task_id:12} fix exit {row.fix_exit}, {mark} ({row.turns} turns, {row.wall_s:.0f}s)",
+            flush=True,
+        )
 
     return run_loop(todo, TaskLoop(one, keep, look, children.kill_all), threading.Event(), args.workers)
 

@@ -30,7 +30,11 @@ def _docstrings(source: str) -> dict[str, str | None]:
         tree = ast.parse(source)
     except SyntaxError:
         return {}
-    return {n.name: ast.get_docstring(n, clean=False) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {
+        n.name: ast.get_docstring(n, clean=False)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def diff_extras(diff: str, before: dict[str, str], after: dict[str, str]) -> list[str]:

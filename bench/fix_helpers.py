@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from humanevalfix.evaluation.dataset import Task
-
 from fix_diffs import quality, touched  # bench/, beside this module
 from fix_tasks import Children, Row, Scorer, child_env, test_file_source, trace_counts
+
+from humanevalfix.evaluation.dataset import Task
 
 PACKAGE = "tasklib"
 MODES = ("project", "file", "told")
@@ -66,7 +66,9 @@ def helper_test_source(task: Task) -> str:
     match = re.search(rf"^from {PACKAGE}\.core import (.+)$", source, re.MULTILINE)
     assert match is not None
     others = [n.strip() for n in match.group(1).split(",") if n.strip() != task.entry_point]
-    header = f"from {PACKAGE}.api import {task.entry_point}" + (f"\nfrom {PACKAGE}.core import {', '.join(others)}" if others else "")
+    header = f"from {PACKAGE}.api import {task.entry_point}" + (
+        f"\nfrom {PACKAGE}.core import {', '.join(others)}" if others else ""
+    )
     return source[: match.start()] + header + source[match.end() :]
 
 
@@ -128,14 +130,33 @@ def right_function(diff: str, task: Task, before: str, after: str) -> bool:
     return others(old) == others(new)
 
 
-def helper_task(task: Task, mode: str, fix_args: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, timeout_s: float) -> Row:
+def helper_task(
+    task: Task,
+    mode: str,
+    fix_args: list[str],
+    work: Path,
+    traces: Path,
+    scorer: Scorer,
+    children: Children,
+    timeout_s: float,
+) -> Row:
     """fix on the task's helper-module project in `mode`, the package read back and scored."""
     safe = re.sub(r"[^\w.-]", "_", task.task_id)
     project = write_helper_project(task, work / safe)
     before = project.files()
     trace = traces / f"{safe}.{mode}.json"
     trace.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "humanevalfix", "fix", *fix_arguments(task, project, mode), "--write", "--trace", str(trace.resolve()), *fix_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "humanevalfix",
+        "fix",
+        *fix_arguments(task, project, mode),
+        "--write",
+        "--trace",
+        str(trace.resolve()),
+        *fix_args,
+    ]
     start = time.monotonic()
     code, out, err = children.run(cmd, project.root, child_env(), timeout_s)
     wall = round(time.monotonic() - start, 2)

@@ -19,15 +19,15 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from fix_helpers import PACKAGE, write_helper_project  # bench/, beside this script
+from fix_tasks import write_project
+
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.fixer.command import fix_executor, where_to_look
 from humanevalfix.fixer.project import project_of
 from humanevalfix.fixer.userfile import load_user_file
 from humanevalfix.fixer.usertests import UserTestExecutor, load_tests, read_only_paths
 from humanevalfix.sandbox.executor import Limits
-
-from fix_helpers import PACKAGE, write_helper_project  # bench/, beside this script
-from fix_tasks import write_project
 
 
 def scopes_of(task: ds.Task, root: Path, task_set: str, timeout: float) -> list[str]:
@@ -39,7 +39,12 @@ def scopes_of(task: ds.Task, root: Path, task_set: str, timeout: float) -> list[
         single = write_project(task, root)
         user_file, tests = load_user_file(str(single.module)), load_tests(str(single.tests))
     top = project_of(tests, user_file)
-    executor = UserTestExecutor(fix_executor("auto", Limits(timeout_s=timeout), read_only_paths(user_file, tests, top)), user_file, tests, project=top)
+    executor = UserTestExecutor(
+        fix_executor("auto", Limits(timeout_s=timeout), read_only_paths(user_file, tests, top)),
+        user_file,
+        tests,
+        project=top,
+    )
     try:
         baseline = executor.check(user_file.source if user_file else "", trace=True)
     finally:
@@ -67,15 +72,36 @@ def main(argv: list[str] | None = None) -> int:
                 scopes = scopes_of(task, root, args.set, args.timeout)
             except Exception as exc:  # a task whose tests cannot drive fix: recorded, not fatal
                 scopes = [f"error: {type(exc).__name__}: {str(exc)[:200]}"]
-            right = f"{PACKAGE}/core.py: {task.entry_point}" if args.set == "helper" else f"{write_name(task)}: {task.entry_point}"
-            rows.append({"task_id": task.task_id, "scopes": scopes, "right": right, "first_right": scopes[0] == right, "tried_right": right in scopes})
+            right = (
+                f"{PACKAGE}/core.py: {task.entry_point}"
+                if args.set == "helper"
+                else f"{write_name(task)}: {task.entry_point}"
+            )
+            rows.append(
+                {
+                    "task_id": task.task_id,
+                    "scopes": scopes,
+                    "right": right,
+                    "first_right": scopes[0] == right,
+                    "tried_right": right in scopes,
+                }
+            )
             print(f"{task.task_id:12} {'OK ' if scopes[0] == right else '-- '} {' -> '.join(scopes)}", flush=True)
     n = len(rows)
-    summary = {"tasks": n, "first_scope_right": sum(r["first_right"] for r in rows), "right_among_scopes": sum(r["tried_right"] for r in rows)}
+    summary = {
+        "tasks": n,
+        "first_scope_right": sum(r["first_right"] for r in rows),
+        "right_among_scopes": sum(r["tried_right"] for r in rows),
+    }
     command = " ".join(["python", "bench/fix_scope_bench.py", *(sys.argv[1:] if argv is None else argv)])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"command": command, "set": args.set, "summary": summary, "rows": rows}, indent=2) + "\n", encoding="utf-8")
-    print(f"\n{args.set}: the first scope is the function with the bug in {summary['first_scope_right']}/{n}; among the scopes tried in {summary['right_among_scopes']}/{n}")
+    args.out.write_text(
+        json.dumps({"command": command, "set": args.set, "summary": summary, "rows": rows}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    print(
+        f"\n{args.set}: the first scope is the function with the bug in {summary['first_scope_right']}/{n}; among the scopes tried in {summary['right_among_scopes']}/{n}"
+    )
     return 0
 
 

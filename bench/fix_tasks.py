@@ -38,7 +38,21 @@ from humanevalfix.sandbox.executor import Executor
 from humanevalfix.testing.reference import reference_passes
 
 # The names the harness's prelude gives a test (testing.reference.HARNESS_IMPORTS), as imports.
-PRELUDE_MODULES = {"math", "re", "sys", "copy", "datetime", "itertools", "collections", "heapq", "statistics", "functools", "hashlib", "numpy", "string"}
+PRELUDE_MODULES = {
+    "math",
+    "re",
+    "sys",
+    "copy",
+    "datetime",
+    "itertools",
+    "collections",
+    "heapq",
+    "statistics",
+    "functools",
+    "hashlib",
+    "numpy",
+    "string",
+}
 PRELUDE_FROM = ("typing", "collections")
 SRC = Path(humanevalfix.__file__).resolve().parents[1]  # children run the package this script imports
 STDERR_TAIL = 2000
@@ -101,8 +115,12 @@ def test_file_source(task: Task, module: str) -> str:
     """The task's test as a user's pytest file (see the module's docstring)."""
     test_tree = ast.parse(task.test)
     calls = [
-        n for n in test_tree.body
-        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name) and n.value.func.id == "check"
+        n
+        for n in test_tree.body
+        if isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+        and n.value.func.id == "check"
     ]
     lines = task.test.splitlines()
     for node in reversed(calls):  # the trailing `check(entry_point)`: the test function makes that call
@@ -156,7 +174,7 @@ class Row:
     extras: str = ""  # what the diff holds besides the fix (fix_diffs.diff_extras), "; "-joined
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> "Row":
+    def of(cls, data: dict[str, Any]) -> Row:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -174,7 +192,9 @@ class Children:
         with self._lock:
             if self.stopped:
                 raise InterruptedError("the bench is stopping")
-            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            )
             self._procs.add(proc)
         try:
             out, err = proc.communicate(timeout=timeout_s)
@@ -230,12 +250,26 @@ class Scorer:
         return ours, reference_passes(code, task.test)
 
 
-def fix_task(task: Task, fix_args: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, timeout_s: float) -> Row:
+def fix_task(
+    task: Task, fix_args: list[str], work: Path, traces: Path, scorer: Scorer, children: Children, timeout_s: float
+) -> Row:
     safe = re.sub(r"[^\w.-]", "_", task.task_id)
     project = write_project(task, work / safe)
     trace = traces / f"{safe}.json"
     trace.unlink(missing_ok=True)  # a resumed task's old trace must not count
-    cmd = [sys.executable, "-m", "humanevalfix", "fix", project.module.name, "--tests", project.tests.name, "--write", "--trace", str(trace.resolve()), *fix_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "humanevalfix",
+        "fix",
+        project.module.name,
+        "--tests",
+        project.tests.name,
+        "--write",
+        "--trace",
+        str(trace.resolve()),
+        *fix_args,
+    ]
     start = time.monotonic()
     code, out, err = children.run(cmd, project.root, child_env(), timeout_s)
     wall = round(time.monotonic() - start, 2)

@@ -31,16 +31,14 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from humanevalfix.config import RunConfig
 from humanevalfix.errors import UserError
-from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.runner import run_eval
-from humanevalfix.models.embedded import ServerOptions, run_server
 from humanevalfix.models.catalog import COMPATIBLE, LOCAL
+from humanevalfix.models.embedded import ServerOptions, run_server
 from humanevalfix.models.presets import load_presets, resolve
 from humanevalfix.models.weights import locate
 
@@ -87,8 +85,14 @@ def parse_setting(text: str) -> ServerOptions:
     match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?(?:-t(\d+))?(?:-b(\d+))?(-cache)?", text)
     numbers = [match.group(i) for i in (2, 4, 5)] if match else []
     if not match or any(n is not None and not 1 <= int(n) <= 64 for n in numbers):
-        raise UserError(f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN (each N from 1 to 64), then -cache")
-    options = ServerOptions(prompt_lookup=int(match.group(2) or 0), repack=match.group(3) is None, extra=CACHE_OPTIONS if match.group(6) else ())
+        raise UserError(
+            f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN (each N from 1 to 64), then -cache"
+        )
+    options = ServerOptions(
+        prompt_lookup=int(match.group(2) or 0),
+        repack=match.group(3) is None,
+        extra=CACHE_OPTIONS if match.group(6) else (),
+    )
     if match.group(4) is not None:
         options = replace(options, threads=int(match.group(4)))
     return options if match.group(5) is None else replace(options, batch_threads=int(match.group(5)))
@@ -111,11 +115,17 @@ def replies(traces: Path) -> dict[str, list[str]]:
     for path in sorted(traces.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         task_id = str(data.get("task_id") or path.stem)
-        out[task_id] = [m.get("content") or json.dumps(m.get("tool_calls")) for m in data.get("messages", []) if m.get("role") == "assistant"]
+        out[task_id] = [
+            m.get("content") or json.dumps(m.get("tool_calls"))
+            for m in data.get("messages", [])
+            if m.get("role") == "assistant"
+        ]
     return out
 
 
-def run_setting(name: str, args: argparse.Namespace, weights: Path, work: Path) -> tuple[SettingResult, dict[str, list[str]]]:
+def run_setting(
+    name: str, args: argparse.Namespace, weights: Path, work: Path
+) -> tuple[SettingResult, dict[str, list[str]]]:
     options = parse_setting(name)
     local = resolve(args.model, presets=load_presets())
     log = work / f"{name}.log"
@@ -168,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dataset-path")
     p.add_argument("--tasks", help="comma-separated task ids")
     p.add_argument("--limit", type=int, default=40, help="the first N tasks (default 40)")
-    p.add_argument("--max-iters", type=int, default=0, help="repair turns (default 0: one greedy attempt, replies comparable one to one)")
+    p.add_argument(
+        "--max-iters",
+        type=int,
+        default=0,
+        help="repair turns (default 0: one greedy attempt, replies comparable one to one)",
+    )
     p.add_argument("--protocol", default="tests")
     p.add_argument("--out", type=Path, help="write the table as JSON")
     args = p.parse_args(argv)
@@ -198,22 +213,31 @@ def main(argv: list[str] | None = None) -> int:
     print_table(results)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        document = {"settings": vars(args) | {"out": str(args.out), "gguf": str(args.gguf) if args.gguf else None}, "results": [asdict(r) for r in results]}
+        document = {
+            "settings": vars(args) | {"out": str(args.out), "gguf": str(args.gguf) if args.gguf else None},
+            "results": [asdict(r) for r in results],
+        }
         args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
 def print_table(results: list[SettingResult]) -> None:
     base = results[0]
-    print(f"{'setting':14} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} {'errors':>6} {'identical replies':>18}")
+    print(
+        f"{'setting':14} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} {'errors':>6} {'identical replies':>18}"
+    )
     for r in results:
         speedup = base.loop_s / r.loop_s if r.loop_s else 0.0
         same = "(reference)" if r.identical_replies is None else f"{r.identical_replies}/{r.replies_compared}"
         plus = "-" if r.passed_plus is None else str(r.passed_plus)
-        print(f"{r.setting:14} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} {r.passed:6} {plus:>5} {r.errors:6} {same:>18}")
+        print(
+            f"{r.setting:14} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} {r.passed:6} {plus:>5} {r.errors:6} {same:>18}"
+        )
     print("server timings (llama.cpp; with drafting, draft checks are counted as prompt eval):")
     for r in results:
-        print(f"  {r.setting:14} prompt eval {r.server_prompt_ms / 1000:7.1f} s / {r.server_prompt_tokens} tokens, eval {r.server_eval_ms / 1000:7.1f} s / {r.server_eval_runs} steps")
+        print(
+            f"  {r.setting:14} prompt eval {r.server_prompt_ms / 1000:7.1f} s / {r.server_prompt_tokens} tokens, eval {r.server_eval_ms / 1000:7.1f} s / {r.server_eval_runs} steps"
+        )
 
 
 if __name__ == "__main__":

@@ -71,7 +71,11 @@ def rewrite_passes(records: list[TaskRecord]) -> list[TaskRecord]:
 
 def ask_small_fix(record: TaskRecord, task: ds.Task, model: ChatModel, executor: Executor, store: CaseStore) -> Row:
     prompt = PROMPT.format(rewrite=(record.final_code or "").strip(), buggy=task.buggy_code.strip())
-    reply = model.chat(ChatRequest(messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=MAX_TOKENS, task_id=task.task_id))
+    reply = model.chat(
+        ChatRequest(
+            messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=MAX_TOKENS, task_id=task.task_id
+        )
+    )
     call = first_usable(extract_calls(reply.content, [], task.entry_point))
     code = check_candidate(call.code, task.buggy_code, task.entry_point).code if call is not None else None
     rewrite_plus = (record.scores.get("plus") or {}).get("final")
@@ -91,12 +95,16 @@ def totals(rows: list[Row]) -> dict[str, int]:
         "minimal_plus": sum(r.minimal_plus is True for r in rows),
         "minimal_is_buggy": sum(r.minimal_is_buggy for r in rows),
         # pass@1+ over these tasks when a small fix that passes the tests replaces its rewrite
-        "plus_if_replaced": sum((r.minimal_plus is True) if r.minimal_passed else (r.rewrite_plus is True) for r in rows),
+        "plus_if_replaced": sum(
+            (r.minimal_plus is True) if r.minimal_passed else (r.rewrite_plus is True) for r in rows
+        ),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_run_arguments(p)
     args = p.parse_args(argv)
     try:
@@ -130,7 +138,9 @@ def choose(args: argparse.Namespace) -> Chosen:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{args.results}: not a results file ({type(exc).__name__}: {exc})") from None
     if run.spec.protocol.name != "tests":
-        raise UserError(f"{args.results}: a --protocol {run.spec.protocol.name} run; this bench reads --protocol tests runs")
+        raise UserError(
+            f"{args.results}: a --protocol {run.spec.protocol.name} run; this bench reads --protocol tests runs"
+        )
     tasks = {t.task_id: t for t in ds.load(ds.resolve_path(args.dataset_path)).tasks}
     chosen = rewrite_passes(list(run.records))[: args.limit]
     missing = [r.task_id for r in chosen if r.task_id not in tasks]
@@ -142,7 +152,11 @@ def choose(args: argparse.Namespace) -> Chosen:
 def _run(args: argparse.Namespace) -> int:
     found = choose(args)
     tasks, chosen, preset = found.tasks, found.records, found.preset
-    print(f"{len(chosen)} passes written by rewrite in {args.results}; asking {preset.model} for each as a small fix", file=sys.stderr, flush=True)
+    print(
+        f"{len(chosen)} passes written by rewrite in {args.results}; asking {preset.model} for each as a small fix",
+        file=sys.stderr,
+        flush=True,
+    )
     rows: list[Row] = []
     executor, store = build_executor("auto", Limits()), CaseStore(default_directory())
     try:
@@ -150,7 +164,12 @@ def _run(args: argparse.Namespace) -> int:
             for record in chosen:
                 row = ask_small_fix(record, tasks[record.task_id], endpoint.model, executor, store)
                 rows.append(row)
-                what = "no code" if row.minimal_code is None else f"passed {row.minimal_passed}, pass@1+ {row.minimal_plus}" + (" (the buggy code again)" if row.minimal_is_buggy else "")
+                what = (
+                    "no code"
+                    if row.minimal_code is None
+                    else f"passed {row.minimal_passed}, pass@1+ {row.minimal_plus}"
+                    + (" (the buggy code again)" if row.minimal_is_buggy else "")
+                )
                 print(f"{row.task_id}: rewrite pass@1+ {row.rewrite_plus} | small fix: {what}", flush=True)
     finally:
         executor.close()
@@ -161,7 +180,10 @@ def _run(args: argparse.Namespace) -> int:
         f"pass@1+ of these tasks if a passing small fix replaced its rewrite: {t['plus_if_replaced']}"
     )
     if args.out:
-        write_atomic(args.out, {"results": str(args.results), "model": preset.model, "totals": t, "rows": [asdict(r) for r in rows]})
+        write_atomic(
+            args.out,
+            {"results": str(args.results), "model": preset.model, "totals": t, "rows": [asdict(r) for r in rows]},
+        )
     return 0
 
 

@@ -92,7 +92,13 @@ def draw_rewrites(task: ds.Task, model: ChatModel, draws: int, settings: AgentSe
     messages = rewrite_messages(request_for_task(task, settings))
     codes: list[str | None] = []
     for k in range(draws):
-        request = ChatRequest(messages=messages, temperature=settings.redraw_temperature, max_tokens=settings.max_tokens or MAX_TOKENS, seed=SEED_BASE + k, task_id=task.task_id)
+        request = ChatRequest(
+            messages=messages,
+            temperature=settings.redraw_temperature,
+            max_tokens=settings.max_tokens or MAX_TOKENS,
+            seed=SEED_BASE + k,
+            task_id=task.task_id,
+        )
         call = first_usable(extract_calls(model.chat(request).content, [], task.entry_point))
         codes.append(check_candidate(call.code, task.buggy_code, task.entry_point).code if call is not None else None)
     return codes
@@ -100,22 +106,44 @@ def draw_rewrites(task: ds.Task, model: ChatModel, draws: int, settings: AgentSe
 
 def answers(code: str, task: ds.Task, inputs: list[tuple[object, ...]], executor: Executor) -> str:
     """What `code` answers on `inputs` (sandboxed, as the canonical answers are made): a key."""
-    cases = pluscases.compute(replace(task, canonical_code=code), inputs, 0.0, executor, budget_s=pluscases.ANSWERS_BUDGET_S)
-    return json.dumps([[c.text, c.expected] for c in cases.cases], sort_keys=True, default=repr) if cases.problem is None else f"problem: {cases.problem}"
+    cases = pluscases.compute(
+        replace(task, canonical_code=code), inputs, 0.0, executor, budget_s=pluscases.ANSWERS_BUDGET_S
+    )
+    return (
+        json.dumps([[c.text, c.expected] for c in cases.cases], sort_keys=True, default=repr)
+        if cases.problem is None
+        else f"problem: {cases.problem}"
+    )
 
 
-def examine(record: TaskRecord, task: ds.Task, model: ChatModel, draws: int, settings: AgentSettings, executor: Executor, store: CaseStore) -> Row:
+def examine(
+    record: TaskRecord,
+    task: ds.Task,
+    model: ChatModel,
+    draws: int,
+    settings: AgentSettings,
+    executor: Executor,
+    store: CaseStore,
+) -> Row:
     known = store.get(task, None, 0.0, executor)
     inputs = [ast.literal_eval(c.text) for c in known.cases]
     scored: list[Draw] = []
-    for name, code in [("run", record.final_code), *((f"d{k}", c) for k, c in enumerate(draw_rewrites(task, model, draws, settings)))]:
+    for name, code in [
+        ("run", record.final_code),
+        *((f"d{k}", c) for k, c in enumerate(draw_rewrites(task, model, draws, settings))),
+    ]:
         if code is None:
             scored.append(Draw(name, None, False, None))
             continue
         result = score_task(code, code, task, executor, store)
-        scored.append(Draw(name, code, result.score.passed, result.scores["plus"]["final"] if result.score.passed else None))
+        scored.append(
+            Draw(name, code, result.score.passed, result.scores["plus"]["final"] if result.score.passed else None)
+        )
     keys: dict[str, int] = {}
-    grouped = tuple(replace(d, group=keys.setdefault(answers(d.code or "", task, inputs, executor), len(keys))) if d.passed else d for d in scored)
+    grouped = tuple(
+        replace(d, group=keys.setdefault(answers(d.code or "", task, inputs, executor), len(keys))) if d.passed else d
+        for d in scored
+    )
     return Row(task.task_id, len(inputs), grouped)
 
 
@@ -132,7 +160,9 @@ def totals(rows: list[Row]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_run_arguments(p)
     p.add_argument("--draws", type=int, default=3, help="fresh rewrite draws per task (default 3)")
     args = p.parse_args(argv)
@@ -149,7 +179,11 @@ def _run(args: argparse.Namespace) -> int:
     found = choose(args)
     tasks, chosen, preset = found.tasks, found.records, found.preset
     settings = found.run.spec.agent_settings()  # the run's own: what its fresh draws were asked with
-    print(f"{len(chosen)} passes written by rewrite in {args.results}; {args.draws} more rewrite draws each from {preset.model}", file=sys.stderr, flush=True)
+    print(
+        f"{len(chosen)} passes written by rewrite in {args.results}; {args.draws} more rewrite draws each from {preset.model}",
+        file=sys.stderr,
+        flush=True,
+    )
     rows: list[Row] = []
     executor, store = build_executor("auto", Limits()), CaseStore(default_directory())
     try:
@@ -157,7 +191,17 @@ def _run(args: argparse.Namespace) -> int:
             for record in chosen:
                 row = examine(record, tasks[record.task_id], endpoint.model, args.draws, settings, executor, store)
                 rows.append(row)
-                shown = ", ".join(f"{d.name}: " + ("no code" if d.code is None else "fail" if not d.passed else f"pass, pass@1+ {d.plus}, group {d.group}") for d in row.draws)
+                shown = ", ".join(
+                    f"{d.name}: "
+                    + (
+                        "no code"
+                        if d.code is None
+                        else "fail"
+                        if not d.passed
+                        else f"pass, pass@1+ {d.plus}, group {d.group}"
+                    )
+                    for d in row.draws
+                )
                 print(f"{row.task_id}: {shown}", flush=True)
     finally:
         executor.close()
@@ -168,7 +212,16 @@ def _run(args: argparse.Namespace) -> int:
         f"where all passing draws agree {t['all_passing_agree']}"
     )
     if args.out:
-        write_atomic(args.out, {"results": str(args.results), "model": preset.model, "draws": args.draws, "totals": t, "rows": [asdict(r) for r in rows]})
+        write_atomic(
+            args.out,
+            {
+                "results": str(args.results),
+                "model": preset.model,
+                "draws": args.draws,
+                "totals": t,
+                "rows": [asdict(r) for r in rows],
+            },
+        )
     return 0
 
 

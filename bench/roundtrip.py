@@ -50,10 +50,17 @@ def compare(name: str, generations: list[list[str]], tasks: list[ds.Task], sandb
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("generations", nargs="*", type=Path, help="generations files (bigcode format), from the dataset's first row")
+    p.add_argument(
+        "generations", nargs="*", type=Path, help="generations files (bigcode format), from the dataset's first row"
+    )
     p.add_argument("--canonical", action="store_true", help="also the dataset's canonical solutions")
     p.add_argument("--buggy", action="store_true", help="also the dataset's buggy code")
-    p.add_argument("--dataset-path", type=Path, default=ds.resolve_path(None) or ds.bundled_path(), help="default: HUMANEVALFIX_DATASET, else the bundled copy")
+    p.add_argument(
+        "--dataset-path",
+        type=Path,
+        default=ds.resolve_path(None) or ds.bundled_path(),
+        help="default: HUMANEVALFIX_DATASET, else the bundled copy",
+    )
     p.add_argument("--sandbox", choices=SANDBOXES, default="auto")
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)

@@ -83,7 +83,10 @@ def descendants(root: int) -> dict[int, tuple[int, str]]:
     while stack:
         ppid, pid = stack.pop()
         try:
-            found[pid] = (ppid, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
+            found[pid] = (
+                ppid,
+                Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip(),
+            )
         except OSError:
             continue  # gone meanwhile
         stack.extend((pid, child) for child in tree.get(pid, ()))
@@ -93,6 +96,7 @@ def descendants(root: int) -> dict[int, tuple[int, str]]:
 def role(command: str, parent_command: str) -> str:
     """What a long-lived process is, by its command line: a fork server's processes all run
     `runner.py --serve`; the zygote is the one whose parent runs it too."""
+
     def program(text: str) -> str:
         return text.split(" ", 1)[0].rsplit("/", 1)[-1]
 
@@ -104,7 +108,13 @@ def role(command: str, parent_command: str) -> str:
     return program(command) or "?"
 
 
-def shares(machine_used: Usage, harness_used: Usage, kept: dict[int, tuple[int, str]], before: dict[int, Usage | None], after: dict[int, Usage | None]) -> list[tuple[str, Usage]]:
+def shares(
+    machine_used: Usage,
+    harness_used: Usage,
+    kept: dict[int, tuple[int, str]],
+    before: dict[int, Usage | None],
+    after: dict[int, Usage | None],
+) -> list[tuple[str, Usage]]:
     """The harness, each process that lived through every run, and the rest of the machine's work."""
     rows = [("harness (this process)", harness_used)]
     for pid, (ppid, command) in sorted(kept.items()):
@@ -137,8 +147,12 @@ def measure(kind: str, runs: int, calls: int = 1) -> int:
         after = {pid: process(pid) for pid in kept}
     finally:
         executor.close()
-    print(f"{runs} trivial runs of {calls} call{'s' if calls != 1 else ''} each, {kind} sandbox ({executor.isolation}), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"  per run: {wall / runs * 1000:.2f} ms wall, {used_machine.cpu_s / runs * 1000:.2f} ms of CPU time, {used_machine.faults / runs:.0f} page faults (the whole machine)")
+    print(
+        f"{runs} trivial runs of {calls} call{'s' if calls != 1 else ''} each, {kind} sandbox ({executor.isolation}), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"  per run: {wall / runs * 1000:.2f} ms wall, {used_machine.cpu_s / runs * 1000:.2f} ms of CPU time, {used_machine.faults / runs:.0f} page faults (the whole machine)"
+    )
     for label, usage in shares(used_machine, used_harness, kept, before, after):
         print(f"  {label:<40} {usage.cpu_s / runs * 1000:7.2f} ms CPU {usage.faults / runs:7.0f} faults")
     if failed:
@@ -150,7 +164,9 @@ def measure(kind: str, runs: int, calls: int = 1) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=300, help="trivial runs to measure (default 300)")
-    parser.add_argument("--calls", type=int, default=1, help="calls of the candidate's function in each run's test (default 1)")
+    parser.add_argument(
+        "--calls", type=int, default=1, help="calls of the candidate's function in each run's test (default 1)"
+    )
     parser.add_argument("--sandbox", default="auto", help="the executor's kind (default auto: the default sandbox)")
     args = parser.parse_args(argv)
     if args.runs < 1 or args.calls < 1:

@@ -85,18 +85,31 @@ def timed_run(preset: Preset, dataset: Path, limit: int | None, workers: int, sa
     if passed != len(outcome.records) or outcome.status != "complete":
         broken = next((r for r in outcome.records if not r.passed), None)
         detail = f"{broken.task_id}: {broken.error or broken.score_message}" if broken else outcome.status
-        raise SystemExit(f"broken run ({preset.name}, {workers} workers): {passed}/{len(outcome.records)} passed; {detail}")
+        raise SystemExit(
+            f"broken run ({preset.name}, {workers} workers): {passed}/{len(outcome.records)} passed; {detail}"
+        )
     return Timing(workers, len(outcome.records), passed, wall, outcome.loop_s, outcome.config.get("executor", "?"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     # A file, not the Hub: every timed run reloads it, and the network has no place in a timing.
-    p.add_argument("--dataset-path", type=Path, default=ds.resolve_path(None) or ds.bundled_path(), help="default: HUMANEVALFIX_DATASET, else the bundled copy")
+    p.add_argument(
+        "--dataset-path",
+        type=Path,
+        default=ds.resolve_path(None) or ds.bundled_path(),
+        help="default: HUMANEVALFIX_DATASET, else the bundled copy",
+    )
     p.add_argument("--latency", type=float, default=0.5, help="seconds per completion (default 0.5)")
     p.add_argument("--workers", default="1,4,16,64", help="the sweep (default 1,4,16,64)")
     p.add_argument("--sweep-limit", type=int, help="run the latency sweep on the first N tasks only")
-    p.add_argument("--harness-workers", default=None, help="worker counts for the harness-alone run (default: 1, the core count and twice that)")
+    p.add_argument(
+        "--harness-workers",
+        default=None,
+        help="worker counts for the harness-alone run (default: 1, the core count and twice that)",
+    )
     p.add_argument("--sandbox", choices=SANDBOXES, default="auto")
     args = p.parse_args(argv)
     dataset = args.dataset_path
@@ -110,14 +123,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {cores} cores, Python {sys.version.split()[0]}; --sandbox {args.sandbox}; {_load()}")
     with tempfile.TemporaryDirectory(prefix="hefix-bench-") as tmp:
         out_dir = Path(tmp)
-        subset = "" if len(sweep_tasks) == len(data.tasks) else f" (a subset: the first {len(sweep_tasks)} of {len(data.tasks)} tasks)"
-        print(f"\n1. scripted server, {1000 * args.latency:.0f} ms per completion, oracle answers, {len(sweep_tasks)} tasks{subset}")
+        subset = (
+            ""
+            if len(sweep_tasks) == len(data.tasks)
+            else f" (a subset: the first {len(sweep_tasks)} of {len(data.tasks)} tasks)"
+        )
+        print(
+            f"\n1. scripted server, {1000 * args.latency:.0f} ms per completion, oracle answers, {len(sweep_tasks)} tasks{subset}"
+        )
         print("   whole run = wall clock of run_eval, start-up included; loop = first task submitted to last finished")
-        print(f"{'workers':>8} {'wall s':>8} {'start-up s':>11} {'tasks/s':>9} {'efficiency':>11} {'loop tasks/s':>13} {'loop efficiency':>16}")
+        print(
+            f"{'workers':>8} {'wall s':>8} {'start-up s':>11} {'tasks/s':>9} {'efficiency':>11} {'loop tasks/s':>13} {'loop efficiency':>16}"
+        )
         base: Timing | None = None
         with ScriptedServer(oracle_handler(sweep_tasks), latency_s=args.latency) as server:
-            preset = Preset(name="scripted-oracle", provider=COMPATIBLE, model="scripted-model",
-                            base_url=server.base_url, key_env=None, temperatures=(0.0,), max_tokens=256)
+            preset = Preset(
+                name="scripted-oracle",
+                provider=COMPATIBLE,
+                model="scripted-model",
+                base_url=server.base_url,
+                key_env=None,
+                temperatures=(0.0,),
+                max_tokens=256,
+            )
             for workers in _ints(args.workers):
                 t = timed_run(preset, dataset, len(sweep_tasks), workers, args.sandbox, out_dir)
                 base = base or t
@@ -137,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         oracle = resolve("oracle:canonical", presets={})
         for workers in harness_workers:
             t = timed_run(oracle, dataset, None, workers, args.sandbox, out_dir)
-            print(f"{workers:>8} {t.wall_s:>8.1f} {t.wall_s - t.loop_s:>11.1f} {t.rate:>9.2f} {t.loop_rate:>13.2f}", flush=True)
+            print(
+                f"{workers:>8} {t.wall_s:>8.1f} {t.wall_s - t.loop_s:>11.1f} {t.rate:>9.2f} {t.loop_rate:>13.2f}",
+                flush=True,
+            )
         print(f"   (executor: {t.executor})")
     print(f"\nafter: {_load()} (other processes on the machine slow every figure above)")
     return 0

@@ -14,15 +14,16 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from humanevalfix.evaluation.dataset import DATASET_ENV, OFFLINE_ENVS, Task, bundled_path, load_file
-from humanevalfix.sandbox.executor import ExecResult, Limits, SubprocessExecutor
-from humanevalfix.models.presets import Preset
 from humanevalfix.config import RunConfig
+from humanevalfix.evaluation.dataset import DATASET_ENV, OFFLINE_ENVS, Task, bundled_path, load_file
+from humanevalfix.models.presets import Preset
+from humanevalfix.sandbox.executor import ExecResult, Limits, SubprocessExecutor
 from humanevalfix.testing.scripted_server import Recorded, ScriptedServer
 
 os.environ.update({name: "1" for name in OFFLINE_ENVS})
@@ -82,7 +83,9 @@ def extra_missing(extra: str) -> bool:
 
         if shutil.which("docker") is None:
             return True
-        probe = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30
+        )
         return probe.returncode != 0 or not probe.stdout.strip()
     raise ValueError(f"unknown extra {extra!r}")
 
@@ -187,7 +190,9 @@ def scripted_preset(base_url: str, temperatures: tuple[float, ...] = (0.0, 0.3, 
 def make_config(tmp_path: Path) -> Callable[..., RunConfig]:
     """A RunConfig for the scripted server: fast retries, results under tmp_path."""
 
-    def build(server: ScriptedServer, dataset: Path, temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7), **overrides: Any) -> RunConfig:
+    def build(
+        server: ScriptedServer, dataset: Path, temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7), **overrides: Any
+    ) -> RunConfig:
         base: dict[str, Any] = dict(
             preset=scripted_preset(server.base_url, temperatures),
             dataset_path=dataset,
@@ -234,7 +239,9 @@ def requests_for(server: ScriptedServer, entry_point: str) -> list[Recorded]:
     return [r for r in server.chat_requests() if entry_point_of(r) == entry_point]
 
 
-def run_cli(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120.0
+) -> subprocess.CompletedProcess[str]:
     """The real command line in a child process, run from `cwd` (so no stray .env is read)."""
     return subprocess.run(
         [sys.executable, str(CLI), *args],
@@ -290,7 +297,14 @@ def _host_tmp_keeps_its_mode() -> Any:
         pytest.fail(f"/tmp mode changed from {before:o} to {after:o} during this test")
 
 
-def interrupt_when(proc: subprocess.Popen[str], ready: Callable[[], bool], sig: int, wait_s: float, reply_s: float, settle_s: float = 0.0) -> tuple[str, str, float]:
+def interrupt_when(
+    proc: subprocess.Popen[str],
+    ready: Callable[[], bool],
+    sig: int,
+    wait_s: float,
+    reply_s: float,
+    settle_s: float = 0.0,
+) -> tuple[str, str, float]:
     """Send `sig` to `proc` once `ready()` (or after `wait_s`), `settle_s` later; (stdout, stderr,
     seconds from the signal to its exit). The process is killed if it outlives this."""
     try:
@@ -305,4 +319,3 @@ def interrupt_when(proc: subprocess.Popen[str], ready: Callable[[], bool], sig: 
     finally:
         if proc.poll() is None:
             proc.kill()
-

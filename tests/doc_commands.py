@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Iterator
+from collections.abc import Iterator
 
 from .conftest import REPO_ROOT
 

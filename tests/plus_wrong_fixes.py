@@ -19,25 +19,40 @@ class WrongFix(NamedTuple):
 
 
 WRONG_FIXES: dict[str, WrongFix] = {
-    "Python/0": WrongFix("boundary: <= for <", ([1.0, 2.0, 2.0], 0.0), """
+    "Python/0": WrongFix(
+        "boundary: <= for <",
+        ([1.0, 2.0, 2.0], 0.0),
+        """
 def has_close_elements(numbers, threshold):
     s = sorted(numbers)
     return any(b - a <= threshold for a, b in zip(s, s[1:]))
-"""),
-    "Python/4": WrongFix("wrong statistic: deviation from the median", ([1.0, 2.0, 6.0],), """
+""",
+    ),
+    "Python/4": WrongFix(
+        "wrong statistic: deviation from the median",
+        ([1.0, 2.0, 6.0],),
+        """
 def mean_absolute_deviation(numbers):
     centre = sorted(numbers)[len(numbers) // 2]
     return sum(abs(x - centre) for x in numbers) / len(numbers)
-"""),
-    "Python/9": WrongFix("negatives: running maximum starts at 0", ([-3, -1, -2],), """
+""",
+    ),
+    "Python/9": WrongFix(
+        "negatives: running maximum starts at 0",
+        ([-3, -1, -2],),
+        """
 def rolling_max(numbers):
     out, best = [], 0
     for n in numbers:
         best = max(best, n)
         out.append(best)
     return out
-"""),
-    "Python/13": WrongFix("fitted to the asserts", (12, 18), """
+""",
+    ),
+    "Python/13": WrongFix(
+        "fitted to the asserts",
+        (12, 18),
+        """
 def greatest_common_divisor(a, b):
     if a == 49:
         return 7
@@ -46,16 +61,28 @@ def greatest_common_divisor(a, b):
     if a == 10:
         return 5
     return 1
-"""),
-    "Python/26": WrongFix("order: the kept numbers sorted", ([3, 1],), """
+""",
+    ),
+    "Python/26": WrongFix(
+        "order: the kept numbers sorted",
+        ([3, 1],),
+        """
 def remove_duplicates(numbers):
     return sorted(n for n in set(numbers) if numbers.count(n) == 1)
-"""),
-    "Python/29": WrongFix("substring for prefix", (["axxx"], "xxx"), """
+""",
+    ),
+    "Python/29": WrongFix(
+        "substring for prefix",
+        (["axxx"], "xxx"),
+        """
 def filter_by_prefix(strings, prefix):
     return [s for s in strings if prefix in s]
-"""),
-    "Python/31": WrongFix("zero and negatives: only 1 special-cased", (0,), """
+""",
+    ),
+    "Python/31": WrongFix(
+        "zero and negatives: only 1 special-cased",
+        (0,),
+        """
 def is_prime(n):
     if n == 1:
         return False
@@ -63,40 +90,68 @@ def is_prime(n):
         if n % k == 0:
             return False
     return True
-"""),
-    "Python/34": WrongFix("negatives: sorted by magnitude", ([-5, 3],), """
+""",
+    ),
+    "Python/34": WrongFix(
+        "negatives: sorted by magnitude",
+        ([-5, 3],),
+        """
 def unique(l):
     return sorted(set(l), key=abs)
-"""),
-    "Python/35": WrongFix("negatives: maximum starts at 0", ([-3, -1, -2],), """
+""",
+    ),
+    "Python/35": WrongFix(
+        "negatives: maximum starts at 0",
+        ([-3, -1, -2],),
+        """
 def max_element(l):
     m = 0
     for e in l:
         if e > m:
             m = e
     return m
-"""),
-    "Python/43": WrongFix("duplicates: two zeros", ([0, 0, 1],), """
+""",
+    ),
+    "Python/43": WrongFix(
+        "duplicates: two zeros",
+        ([0, 0, 1],),
+        """
 def pairs_sum_to_zero(l):
     return any(-x in l for x in l if x != 0)
-"""),
-    "Python/45": WrongFix("fitted to the asserts", (4, 6), """
+""",
+    ),
+    "Python/45": WrongFix(
+        "fitted to the asserts",
+        (4, 6),
+        """
 def triangle_area(a, h):
     if a == 5 and h == 3:
         return 7.5
     if a == 10:
         return 40.0
     return a * h / 2 if a < 3 else a + h
-"""),
-    "Python/51": WrongFix("character set: lowercase o and u missing", ("you",), """
+""",
+    ),
+    "Python/51": WrongFix(
+        "character set: lowercase o and u missing",
+        ("you",),
+        """
 def remove_vowels(text):
     return "".join(c for c in text if c not in "aeiAEIOU")
-"""),
-    "Python/52": WrongFix("empty input: max of nothing", ([], 5), """
+""",
+    ),
+    "Python/52": WrongFix(
+        "empty input: max of nothing",
+        ([], 5),
+        """
 def below_threshold(l, t):
     return max(l) < t
-"""),
-    "Python/55": WrongFix("fitted to the asserts", (7,), """
+""",
+    ),
+    "Python/55": WrongFix(
+        "fitted to the asserts",
+        (7,),
+        """
 def fib(n):
     if n == 10:
         return 55
@@ -107,18 +162,30 @@ def fib(n):
     if n == 12:
         return 144
     return n
-"""),
-    "Python/57": WrongFix("ties: the direction read from the first two elements", ([1, 1, 0],), """
+""",
+    ),
+    "Python/57": WrongFix(
+        "ties: the direction read from the first two elements",
+        ([1, 1, 0],),
+        """
 def monotonic(l):
     if len(l) < 2 or l[0] <= l[1]:
         return l == sorted(l)
     return l == sorted(l, reverse=True)
-"""),
-    "Python/58": WrongFix("duplicates: common elements not made unique", ([1, 1, 2], [1]), """
+""",
+    ),
+    "Python/58": WrongFix(
+        "duplicates: common elements not made unique",
+        ([1, 1, 2], [1]),
+        """
 def common(l1, l2):
     return sorted(e for e in l1 if e in l2)
-"""),
-    "Python/76": WrongFix("negatives: a negative base never has powers", (49, -7), """
+""",
+    ),
+    "Python/76": WrongFix(
+        "negatives: a negative base never has powers",
+        (49, -7),
+        """
 def is_simple_power(x, n):
     if n <= 1:
         return x == 1
@@ -126,8 +193,12 @@ def is_simple_power(x, n):
     while power < x:
         power *= n
     return power == x
-"""),
-    "Python/81": WrongFix("boundary: 3.7 is an A", ([3.7],), """
+""",
+    ),
+    "Python/81": WrongFix(
+        "boundary: 3.7 is an A",
+        ([3.7],),
+        """
 def numerical_letter_grade(grades):
     table = [(3.7, "A"), (3.3, "A-"), (3.0, "B+"), (2.7, "B"), (2.3, "B-"), (2.0, "C+"), (1.7, "C"), (1.3, "C-"), (1.0, "D+"), (0.7, "D"), (0.0, "D-")]
     out = []
@@ -142,12 +213,20 @@ def numerical_letter_grade(grades):
         else:
             out.append("E")
     return out
-"""),
-    "Python/82": WrongFix("a table of primes that stops early", ("a" * 17,), """
+""",
+    ),
+    "Python/82": WrongFix(
+        "a table of primes that stops early",
+        ("a" * 17,),
+        """
 def prime_length(string):
     return len(string) in (2, 3, 5, 7, 11, 13)
-"""),
-    "Python/83": WrongFix("fitted to the asserts, as the committed agent run's answer was", (6,), """
+""",
+    ),
+    "Python/83": WrongFix(
+        "fitted to the asserts, as the committed agent run's answer was",
+        (6,),
+        """
 def starts_one_ends(n):
     if n == 1:
         return 1
@@ -160,20 +239,36 @@ def starts_one_ends(n):
     elif n == 5:
         return 18000
     return 2 * 9 * 10 ** (n - 3)
-"""),
-    "Python/86": WrongFix("whitespace: a newline splits words too", ("hello\nworld",), """
+""",
+    ),
+    "Python/86": WrongFix(
+        "whitespace: a newline splits words too",
+        ("hello\nworld",),
+        """
 def anti_shuffle(s):
     return " ".join("".join(sorted(w)) for w in s.split())
-"""),
-    "Python/91": WrongFix("separators: only '.' ends a sentence", ("Is it? I am.",), """
+""",
+    ),
+    "Python/91": WrongFix(
+        "separators: only '.' ends a sentence",
+        ("Is it? I am.",),
+        """
 def is_bored(S):
     return sum(1 for s in S.split(".") if s.strip().startswith("I "))
-"""),
-    "Python/101": WrongFix("separators: a comma without a space joins words", ("One,two",), """
+""",
+    ),
+    "Python/101": WrongFix(
+        "separators: a comma without a space joins words",
+        ("One,two",),
+        """
 def words_string(s):
     return s.replace(",", "").split()
-"""),
-    "Python/124": WrongFix("boundary: month 00 accepted", ("00-10-2000",), """
+""",
+    ),
+    "Python/124": WrongFix(
+        "boundary: month 00 accepted",
+        ("00-10-2000",),
+        """
 def valid_date(date):
     try:
         month, day, year = date.strip().split("-")
@@ -189,24 +284,40 @@ def valid_date(date):
     if month == 2 and not 1 <= day <= 29:
         return False
     return True
-"""),
-    "Python/125": WrongFix("whitespace: split on one space", ("Hello  world",), """
+""",
+    ),
+    "Python/125": WrongFix(
+        "whitespace: split on one space",
+        ("Hello  world",),
+        """
 def split_words(txt):
     if " " in txt:
         return txt.split(" ")
     if "," in txt:
         return txt.split(",")
     return len([c for c in txt if c.islower() and ord(c) % 2 == 0])
-"""),
-    "Python/140": WrongFix("whitespace: exactly three spaces", ("a    b",), """
+""",
+    ),
+    "Python/140": WrongFix(
+        "whitespace: exactly three spaces",
+        ("a    b",),
+        """
 def fix_spaces(text):
     return text.replace("   ", "-").replace(" ", "_")
-"""),
-    "Python/143": WrongFix("a table of primes that stops early", ("go extraordinary",), """
+""",
+    ),
+    "Python/143": WrongFix(
+        "a table of primes that stops early",
+        ("go extraordinary",),
+        """
 def words_in_sentence(sentence):
     return " ".join(w for w in sentence.split() if len(w) in (2, 3, 5, 7))
-"""),
-    "Python/141": WrongFix("case: the extension compared without case", ("example.TXT",), """
+""",
+    ),
+    "Python/141": WrongFix(
+        "case: the extension compared without case",
+        ("example.TXT",),
+        """
 def file_name_check(file_name):
     parts = file_name.split(".")
     if len(parts) != 2 or parts[1].lower() not in ("txt", "exe", "dll"):
@@ -215,8 +326,12 @@ def file_name_check(file_name):
     if not name or not name[0].isalpha() or sum(c.isdigit() for c in name) > 3:
         return "No"
     return "Yes"
-"""),
-    "Python/150": WrongFix("off-by-one: trial division stops before n // 2", (4, 1, 2), """
+""",
+    ),
+    "Python/150": WrongFix(
+        "off-by-one: trial division stops before n // 2",
+        (4, 1, 2),
+        """
 def x_or_y(n, x, y):
     if n < 2:
         return y
@@ -224,5 +339,6 @@ def x_or_y(n, x, y):
         if n % k == 0:
             return y
     return x
-"""),
+""",
+    ),
 }

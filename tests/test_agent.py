@@ -5,27 +5,32 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, prompts, repair, request_for_task
-from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
-from humanevalfix.sandbox.executor import Executor
 from humanevalfix.config import RunConfig
 from humanevalfix.evaluation.dataset import Task
-from humanevalfix.models.keys import KeyPool
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
+from humanevalfix.models.keys import KeyPool
+from humanevalfix.sandbox.executor import Executor
+from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, fenced, text, tool_call
 
 from .conftest import KEYS_ENV, CountingExecutor, entry_point_of, last_message, results_of, turn_of
-from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, fenced, text, tool_call
 
 KEY = "sk-test-agent-0000aaaa"
 
 
 def repair_task(
-    task: Task, model: ChatModel, executor: Executor, settings: AgentSettings, mode: ToolMode, stop: threading.Event | None = None
+    task: Task,
+    model: ChatModel,
+    executor: Executor,
+    settings: AgentSettings,
+    mode: ToolMode,
+    stop: threading.Event | None = None,
 ) -> AgentResult:
     """The benchmark's way in: the task's request, as the runner builds it."""
     return repair(request_for_task(task, settings), model, executor, settings, mode, stop)
@@ -154,8 +159,14 @@ def test_wrong_signature_and_syntax_error_are_refused_without_execution(all_task
     assert len(executor.runs) == 1  # only the valid candidate ran
     about_signature = last_message(requests[1])
     assert about_signature["role"] == "tool"
-    assert "must keep its original signature `has_close_elements(numbers: List[float], threshold: float)`" in about_signature["content"]
-    assert "you wrote `has_close_elements(numbers: List[float], threshold: float, strict: bool=False)`" in about_signature["content"]
+    assert (
+        "must keep its original signature `has_close_elements(numbers: List[float], threshold: float)`"
+        in about_signature["content"]
+    )
+    assert (
+        "you wrote `has_close_elements(numbers: List[float], threshold: float, strict: bool=False)`"
+        in about_signature["content"]
+    )
     about_syntax = last_message(requests[2])["content"]
     assert "does not parse: SyntaxError" in about_syntax and "line 2" in about_syntax
     assert result.stop_reason == "passed"
@@ -254,7 +265,9 @@ def test_stop_event_interrupts_before_the_next_model_call(all_tasks: dict[str, T
     stop = threading.Event()
     stop.set()
     with ScriptedServer([]) as server:
-        result = repair_task(all_tasks["Python/2"], scripted_model(server), CountingExecutor(), AgentSettings(), ToolMode(True), stop)
+        result = repair_task(
+            all_tasks["Python/2"], scripted_model(server), CountingExecutor(), AgentSettings(), ToolMode(True), stop
+        )
         assert server.chat_requests() == []
     assert result.stop_reason == "interrupted" and result.attempts == []
 

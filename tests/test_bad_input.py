@@ -4,8 +4,9 @@ no traceback, and not one model call spent (the scripted server counts them)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,9 @@ def models_file(tmp_path: Path, **fields: Any) -> Path:
     return path
 
 
-def rows_with(tmp_path: Path, dataset_rows: list[dict[str, Any]], broken: dict[str, str], name: str = "bad.jsonl") -> Path:
+def rows_with(
+    tmp_path: Path, dataset_rows: list[dict[str, Any]], broken: dict[str, str], name: str = "bad.jsonl"
+) -> Path:
     """Three dataset rows; the second one's fields replaced by `broken`."""
     rows = [dict(r) for r in dataset_rows[:3]]
     rows[1].update(broken)
@@ -52,7 +55,10 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
     "temperature nan": (lambda d, r: ["--temperatures", "0,nan"], ("--temperatures", "between 0 and 2")),
     "temperature inf": (lambda d, r: ["--temperatures", "inf"], ("--temperatures", "between 0 and 2")),
     "seed negative": (lambda d, r: ["--seed", "-1"], ("--seed", "whole number")),
-    "exact lookup on a served model": (lambda d, r: ["--exact-lookup"], ("--exact-lookup", "only for the embedded model")),
+    "exact lookup on a served model": (
+        lambda d, r: ["--exact-lookup"],
+        ("--exact-lookup", "only for the embedded model"),
+    ),
     "seed not a number": (lambda d, r: ["--seed", "lucky"], ("--seed", "'lucky'")),
     "max_tokens not a number": (
         lambda d, r: ["--models-file", str(models_file(d, max_tokens="lots")), "--model", "mine"],
@@ -78,7 +84,10 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
         lambda d, r: ["--models-file", str(_write(d / "latin1.yaml", b"mine:\n  model: caf\xe9\n")), "--model", "mine"],
         ("--models-file", "not UTF-8"),
     ),
-    "models file is a directory": (lambda d, r: ["--models-file", str(d), "--model", "mine"], ("--models-file", "is a directory")),
+    "models file is a directory": (
+        lambda d, r: ["--models-file", str(d), "--model", "mine"],
+        ("--models-file", "is a directory"),
+    ),
     "dataset not UTF-8": (
         lambda d, r: ["--dataset-path", str(_write(d / "latin1.jsonl", json.dumps(r[0]).encode() + b"\n\xff\xfe\n"))],
         ("latin1.jsonl:2", "not UTF-8"),
@@ -97,11 +106,17 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
         ("two_bad.jsonl:2", "never calls it", "1 more row(s): ", "two_bad.jsonl:3", "--skip-bad-rows"),
     ),
     "test never refers to the function": (
-        lambda d, r: ["--dataset-path", str(rows_with(d, r, {"test": "def check(candidate):\n    assert True\n\ncheck(len)\n"}))],
+        lambda d, r: [
+            "--dataset-path",
+            str(rows_with(d, r, {"test": "def check(candidate):\n    assert True\n\ncheck(len)\n"})),
+        ],
         ("bad.jsonl:2", "--skip-bad-rows"),
     ),
     "test does not parse": (
-        lambda d, r: ["--dataset-path", str(rows_with(d, r, {"test": "def check(candidate)\n    assert 1\ncheck(x)\n"}))],
+        lambda d, r: [
+            "--dataset-path",
+            str(rows_with(d, r, {"test": "def check(candidate)\n    assert 1\ncheck(x)\n"})),
+        ],
         ("bad.jsonl:2", "test", "--skip-bad-rows"),
     ),
 }
@@ -127,8 +142,18 @@ def test_bad_input_is_one_line_exit_2_and_no_model_call(
 ) -> None:
     make_args, expected = CASES[case]
     with ScriptedServer([tool_call("def f():\n    return 1\n")]) as server:
-        args = ["--model", "scripted-model", "--base-url", server.base_url, "--dataset-path", str(tiny_dataset),
-                "--sandbox", "process", "--out", str(tmp_path / "run" / "r.json")]
+        args = [
+            "--model",
+            "scripted-model",
+            "--base-url",
+            server.base_url,
+            "--dataset-path",
+            str(tiny_dataset),
+            "--sandbox",
+            "process",
+            "--out",
+            str(tmp_path / "run" / "r.json"),
+        ]
         proc = run_cli([*args, *make_args(tmp_path, dataset_rows)], cwd=tmp_path)
         calls = len(server.chat_requests())
     assert proc.returncode == 2, proc.stderr
@@ -147,19 +172,37 @@ def test_skip_bad_rows_lists_them_and_scores_only_the_others(
     tasks = {t.entry_point: t for t in all_tasks.values()}
     out = tmp_path / "r.json"
     with ScriptedServer(lambda rec: tool_call(tasks[entry_point_of(rec)].canonical_code or "")) as server:
-        proc = run_cli(["--model", "scripted-model", "--base-url", server.base_url, "--dataset-path", str(dataset),
-                        "--sandbox", "process", "--out", str(out), "--skip-bad-rows"], cwd=tmp_path)
+        proc = run_cli(
+            [
+                "--model",
+                "scripted-model",
+                "--base-url",
+                server.base_url,
+                "--dataset-path",
+                str(dataset),
+                "--sandbox",
+                "process",
+                "--out",
+                str(out),
+                "--skip-bad-rows",
+            ],
+            cwd=tmp_path,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "skipped (--skip-bad-rows): " in proc.stderr and "bad.jsonl:2: Python/1" in proc.stderr
     data = results_of(out)
     assert [t["task_id"] for t in data["tasks"]] == ["Python/0", "Python/2"]
-    assert data["config"]["skipped_rows"] == [f"{dataset}:2: Python/1: test defines check() but never calls it: it would pass any code"]
+    assert data["config"]["skipped_rows"] == [
+        f"{dataset}:2: Python/1: test defines check() but never calls it: it would pass any code"
+    ]
 
 
 # --- --resume with other settings than the interrupted run's: refused, naming the option -------
 
 
-def _first_run(tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]) -> Path:
+def _first_run(
+    tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+) -> Path:
     with ScriptedServer(lambda rec: tool_call(tiny_tasks[entry_point_of(rec)].canonical_code or "")) as server:
         outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/0",)))
     return outcome.stream_path
@@ -184,7 +227,11 @@ def _preset(config: RunConfig, **changes: Any) -> Preset:
 
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_resume_refuses_any_result_affecting_change(
-    change: str, tmp_path: Path, tiny_dataset: Path, dataset_path: Path, tiny_tasks: dict[str, Task],
+    change: str,
+    tmp_path: Path,
+    tiny_dataset: Path,
+    dataset_path: Path,
+    tiny_tasks: dict[str, Task],
     make_config: Callable[..., RunConfig],
 ) -> None:
     stream = _first_run(tmp_path, tiny_dataset, tiny_tasks, make_config)
@@ -207,15 +254,27 @@ def test_resume_refuses_other_docker_limits_naming_the_option(tmp_path: Path, ti
     from dataclasses import replace
 
     from humanevalfix.config import run_spec
-    from humanevalfix.runspec import RunSpec
     from humanevalfix.evaluation import resume
     from humanevalfix.models.presets import resolve
+    from humanevalfix.runspec import RunSpec
     from humanevalfix.sandbox.docker import DockerSettings
 
-    base = RunConfig(preset=resolve("oracle:canonical"), dataset_path=tiny_dataset, sandbox="docker", docker=DockerSettings(image="img:1"))
+    base = RunConfig(
+        preset=resolve("oracle:canonical"),
+        dataset_path=tiny_dataset,
+        sandbox="docker",
+        docker=DockerSettings(image="img:1"),
+    )
 
     def public(config: RunConfig) -> RunSpec:
-        return run_spec(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="docker", isolation="docker container")
+        return run_spec(
+            config,
+            dataset_source="s",
+            dataset_sha256="abc",
+            task_ids=["Python/0"],
+            executor_name="docker",
+            isolation="docker container",
+        )
 
     resume.check(public(base), public(base), tmp_path / "r.jsonl")  # the same settings: accepted
     for changed, option in [
@@ -226,22 +285,64 @@ def test_resume_refuses_other_docker_limits_naming_the_option(tmp_path: Path, ti
         with pytest.raises(UserError) as info:
             resume.check(public(base), public(replace(base, docker=changed)), tmp_path / "r.jsonl")
         assert option in str(info.value)
-    not_docker = run_spec(base, dataset_source="s", dataset_sha256="abc", task_ids=[], executor_name="bwrap", isolation="bwrap")
-    assert not_docker.sandbox.docker is None and not_docker.to_dict()["docker"] is None  # nothing recorded that did not apply
+    not_docker = run_spec(
+        base, dataset_source="s", dataset_sha256="abc", task_ids=[], executor_name="bwrap", isolation="bwrap"
+    )
+    assert (
+        not_docker.sandbox.docker is None and not_docker.to_dict()["docker"] is None
+    )  # nothing recorded that did not apply
 
 
 def test_docker_variables_do_not_concern_other_sandboxes(tmp_path: Path, tiny_dataset: Path) -> None:
     """SANDBOX_DOCKER_* written for another harness (512Mi) must not stop a run in another sandbox."""
     env = clean_env(SANDBOX_DOCKER_MEMORY="512Mi", SANDBOX_DOCKER_PIDS="lots")
-    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(tiny_dataset), "--sandbox", "process", "--out", str(tmp_path / "r.json")], cwd=tmp_path, env=env)
+    proc = run_cli(
+        [
+            "--model",
+            "oracle:canonical",
+            "--dataset-path",
+            str(tiny_dataset),
+            "--sandbox",
+            "process",
+            "--out",
+            str(tmp_path / "r.json"),
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(tiny_dataset), "--sandbox", "docker", "--out", str(tmp_path / "d.json")], cwd=tmp_path, env=env)
+    proc = run_cli(
+        [
+            "--model",
+            "oracle:canonical",
+            "--dataset-path",
+            str(tiny_dataset),
+            "--sandbox",
+            "docker",
+            "--out",
+            str(tmp_path / "d.json"),
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 2 and "SANDBOX_DOCKER_" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
-def test_exact_lookup_with_more_drafts_than_it_checks_exactly_is_refused_before_the_model_starts(tmp_path: Path, tiny_dataset: Path) -> None:
+def test_exact_lookup_with_more_drafts_than_it_checks_exactly_is_refused_before_the_model_starts(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
     proc = run_cli(
-        ["--model", "local", "--exact-lookup", "--prompt-lookup", "10", "--dataset-path", str(tiny_dataset), "--out", str(tmp_path / "run" / "r.json")],
+        [
+            "--model",
+            "local",
+            "--exact-lookup",
+            "--prompt-lookup",
+            "10",
+            "--dataset-path",
+            str(tiny_dataset),
+            "--out",
+            str(tmp_path / "run" / "r.json"),
+        ],
         cwd=tmp_path,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr

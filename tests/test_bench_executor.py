@@ -15,7 +15,9 @@ import executor as executor_bench  # noqa: E402
 import plus_cases  # noqa: E402
 
 
-def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_ratios(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert executor_bench.main(["--end-to-end", "--limit", "4", "--repeat", "2"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"plain loop .*pass 4/4  \(each pass: [\d.]+, [\d.]+\)", out)

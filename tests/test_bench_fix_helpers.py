@@ -34,11 +34,18 @@ def test_the_package_fails_with_the_buggy_helper_and_passes_with_the_canonical_o
         for task_id in FIRST:
             task = all_tasks[task_id]
             api = fix_helpers.caller_source(task)
-            assert f"return core.{task.entry_point}(" in api and ":" not in api.split("(", 1)[1].split(")")[0]  # no annotations
+            assert (
+                f"return core.{task.entry_point}(" in api and ":" not in api.split("(", 1)[1].split(")")[0]
+            )  # no annotations
             assert scorer.passes(fix_helpers.combined_program(task.buggy_code, api), task) == (False, False), task_id
-            assert scorer.passes(fix_helpers.combined_program(task.canonical_code or "", api), task) == (True, True), task_id
+            assert scorer.passes(fix_helpers.combined_program(task.canonical_code or "", api), task) == (True, True), (
+                task_id
+            )
             tests = fix_helpers.helper_test_source(task)
-            assert f"from tasklib.api import {task.entry_point}\n" in tests and "from tasklib.core import " + task.entry_point not in tests
+            assert (
+                f"from tasklib.api import {task.entry_point}\n" in tests
+                and "from tasklib.core import " + task.entry_point not in tests
+            )
     finally:
         executor.close()
 
@@ -60,7 +67,9 @@ def test_fix_finds_and_fixes_the_helper_without_file_or_function(
     tasks = [all_tasks[t] for t in TASKS]
     out = tmp_path / "helper.json"
     with ScriptedServer(answering(tasks, lambda t: t.canonical_code or "")) as server:
-        code = fix_bench.main(bench_args(server, dataset_path, out, "--tasks", ",".join(TASKS), "--set", "helper", "--mode", mode))
+        code = fix_bench.main(
+            bench_args(server, dataset_path, out, "--tasks", ",".join(TASKS), "--set", "helper", "--mode", mode)
+        )
     assert code == 0
     doc = json.loads(out.read_text())
     for row in doc["rows"]:
@@ -68,4 +77,7 @@ def test_fix_finds_and_fixes_the_helper_without_file_or_function(
         assert (row["right_function"], row["applies"], row["extras"]) == (True, True, "")
         assert row["diff"].startswith("--- a/tasklib/core.py\n+++ b/tasklib/core.py\n")
     assert doc["settings"]["set"] == "helper" and doc["summary"]["right_function"] == 2
-    assert "diffs: 2, 2 apply with git apply, 0 hold more than the fix; 2 change only the helper's function" in capsys.readouterr().out
+    assert (
+        "diffs: 2, 2 apply with git apply, 0 hold more than the fix; 2 change only the helper's function"
+        in capsys.readouterr().out
+    )

@@ -29,11 +29,25 @@ def test_settings_are_plain_or_pld_n() -> None:
     assert local_speed.parse_setting("plain-norepack") == ServerOptions(prompt_lookup=0, repack=False)
     assert local_speed.parse_setting("pld10-t2") == ServerOptions(prompt_lookup=10, threads=2)
     assert local_speed.parse_setting("pld10-b1") == ServerOptions(prompt_lookup=10, batch_threads=1)
-    assert local_speed.parse_setting("plain-norepack-t2-b1") == ServerOptions(prompt_lookup=0, repack=False, threads=2, batch_threads=1)
+    assert local_speed.parse_setting("plain-norepack-t2-b1") == ServerOptions(
+        prompt_lookup=0, repack=False, threads=2, batch_threads=1
+    )
     assert local_speed.parse_setting("pld10-cache") == ServerOptions(prompt_lookup=10, extra=local_speed.CACHE_OPTIONS)
     assert local_speed.parse_setting("pld10-t2-cache").threads == 2
     assert "--cache" in server_command(Path("m.gguf"), "m", 1234, local_speed.parse_setting("plain-cache"))
-    for bad in ("pld", "pld0", "pld99", "fast", "pld6-norepack-norepack", "norepack", "pld10-t0", "pld10-b1-t2", "pld10-t", "pld10-cache-t2", "cache"):
+    for bad in (
+        "pld",
+        "pld0",
+        "pld99",
+        "fast",
+        "pld6-norepack-norepack",
+        "norepack",
+        "pld10-t0",
+        "pld10-b1-t2",
+        "pld10-t",
+        "pld10-cache-t2",
+        "cache",
+    ):
         with pytest.raises(UserError, match="--settings"):
             local_speed.parse_setting(bad)
 
@@ -55,7 +69,26 @@ def test_the_server_is_started_with_prompt_lookup_unless_it_is_off() -> None:
 
 def test_the_table_shows_speed_up_and_identical_replies(capsys: pytest.CaptureFixture[str]) -> None:
     def result(name: str, loop_s: float, same: int | None) -> local_speed.SettingResult:
-        return local_speed.SettingResult(name, 0, True, loop_s, 40, 12, 12, 12, 0, 1000, 800, 100.0, 0, 0, 0, 0, same, 40 if same is not None else None)
+        return local_speed.SettingResult(
+            name,
+            0,
+            True,
+            loop_s,
+            40,
+            12,
+            12,
+            12,
+            0,
+            1000,
+            800,
+            100.0,
+            0,
+            0,
+            0,
+            0,
+            same,
+            40 if same is not None else None,
+        )
 
     local_speed.print_table([result("plain", 80.0, None), result("pld10", 40.0, 40)])
     out = capsys.readouterr().out
@@ -69,7 +102,9 @@ def test_exact_lookup_caps_the_drafts_turns_repack_off_and_refuses_a_clash() -> 
     served = ServerOptions(port=8080)
     assert with_lookup(served, None, False) == ServerOptions(port=8080, prompt_lookup=10, repack=True, exact=False)
     assert with_lookup(served, 4, False) == ServerOptions(port=8080, prompt_lookup=4, repack=True, exact=False)
-    assert with_lookup(served, None, True) == ServerOptions(port=8080, prompt_lookup=EXACT_MAX_DRAFT, repack=False, exact=True)
+    assert with_lookup(served, None, True) == ServerOptions(
+        port=8080, prompt_lookup=EXACT_MAX_DRAFT, repack=False, exact=True
+    )
     assert with_lookup(served, 0, True) == ServerOptions(port=8080, prompt_lookup=0, repack=False, exact=True)
     with pytest.raises(ConfigError, match=r"--exact-lookup: at most 6 draft tokens.*--prompt-lookup 7"):
         with_lookup(served, 7, True)
@@ -92,7 +127,7 @@ def test_exact_lookup_is_refused_on_a_llamafile_build_before_the_server_starts()
 
     installed = inexact_build(llama_cpp.llama_print_system_info().decode())
     if installed:
-        with pytest.raises(ConfigError, match="CMAKE_ARGS=\"-DGGML_LLAMAFILE=OFF\""):
+        with pytest.raises(ConfigError, match='CMAKE_ARGS="-DGGML_LLAMAFILE=OFF"'):
             check_exact(ServerOptions(prompt_lookup=6, repack=False, exact=True))
     else:
         check_exact(ServerOptions(prompt_lookup=6, repack=False, exact=True))

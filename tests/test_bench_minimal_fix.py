@@ -32,7 +32,11 @@ def test_it_takes_the_rewrite_passes_of_a_run() -> None:
 
 
 def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
-    tmp_path: Path, dataset_path: Path, all_tasks: dict[str, Task], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    dataset_path: Path,
+    all_tasks: dict[str, Task],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Python/11 answered with its canonical solution, Python/12 with its buggy code, Python/14 with prose."""
     prompts: list[str] = []
@@ -40,7 +44,11 @@ def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
     def handle(request: Recorded) -> Response:
         prompt = str(request.body["messages"][-1]["content"])
         prompts.append(prompt)
-        task = next(all_tasks[t] for t in ("Python/11", "Python/12", "Python/14") if f"def {all_tasks[t].entry_point}(" in prompt)
+        task = next(
+            all_tasks[t]
+            for t in ("Python/11", "Python/12", "Python/14")
+            if f"def {all_tasks[t].entry_point}(" in prompt
+        )
         if task.task_id == "Python/11":
             return fenced(task.canonical_code or "")
         if task.task_id == "Python/12":
@@ -50,21 +58,36 @@ def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
     out = tmp_path / "minimal.json"
     with ScriptedServer(handle) as server:
         monkeypatch.setattr(minimal_fix, "load_presets", lambda: {"scripted": scripted_preset(server.base_url)})
-        code = minimal_fix.main([str(RUN), "--model", "scripted", "--dataset-path", str(dataset_path), "--limit", "3", "--out", str(out)])
+        code = minimal_fix.main(
+            [str(RUN), "--model", "scripted", "--dataset-path", str(dataset_path), "--limit", "3", "--out", str(out)]
+        )
     assert code == 0
     assert len(prompts) == 3 and all("smallest change" in p for p in prompts)
     data = json.loads(out.read_text())
     rows = {r["task_id"]: r for r in data["rows"]}
     assert (rows["Python/11"]["minimal_passed"], rows["Python/11"]["minimal_plus"]) == (True, True)
-    assert (rows["Python/12"]["minimal_passed"], rows["Python/12"]["minimal_plus"], rows["Python/12"]["minimal_is_buggy"]) == (False, None, True)
+    assert (
+        rows["Python/12"]["minimal_passed"],
+        rows["Python/12"]["minimal_plus"],
+        rows["Python/12"]["minimal_is_buggy"],
+    ) == (False, None, True)
     assert (rows["Python/14"]["minimal_passed"], rows["Python/14"]["minimal_code"]) == (False, None)
     # The run's own verdicts for these three rewrites: Python/11 fails pass@1+, 12 and 14 hold.
     assert [rows[t]["rewrite_plus"] for t in ("Python/11", "Python/12", "Python/14")] == [False, True, True]
-    assert data["totals"] == {"rewrite_passes": 3, "rewrite_plus": 2, "minimal_passed": 1, "minimal_plus": 1, "minimal_is_buggy": 1, "plus_if_replaced": 3}
+    assert data["totals"] == {
+        "rewrite_passes": 3,
+        "rewrite_plus": 2,
+        "minimal_passed": 1,
+        "minimal_plus": 1,
+        "minimal_is_buggy": 1,
+        "plus_if_replaced": 3,
+    }
     assert "pass@1+ of these tasks if a passing small fix replaced its rewrite: 3" in capsys.readouterr().out
 
 
-def test_a_run_of_another_protocol_or_no_results_file_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_of_another_protocol_or_no_results_file_is_one_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert minimal_fix.main([str(ROOT / "results" / "local-0.5b_hidden_repair.json")]) == 2
     assert "--protocol hidden" in capsys.readouterr().err
     missing = tmp_path / "nope.json"

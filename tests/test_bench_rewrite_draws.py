@@ -23,8 +23,13 @@ import rewrite_draws  # noqa: E402
 
 RUN = ROOT / "results" / "local-0.5b_tests_repair_rewrite-now_fresh.json"
 
+
 def test_draws_are_scored_and_grouped_by_their_answers(
-    tmp_path: Path, dataset_path: Path, all_tasks: dict[str, Task], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    dataset_path: Path,
+    all_tasks: dict[str, Task],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Python/11 (its run's rewrite fails pass@1+): drawn as the canonical, the buggy code and
     prose; Python/12 (its rewrite holds): drawn as the canonical three times."""
@@ -37,21 +42,32 @@ def test_draws_are_scored_and_grouped_by_their_answers(
         task = next(t for t in by_task.values() if f"`{t.entry_point}`" in prompt)
         if task.task_id == "Python/12":
             return fenced(task.canonical_code or "")
-        answers = {1000: fenced(task.canonical_code or ""), 1001: fenced(task.buggy_code), 1002: text("It looks right to me.")}
+        answers = {
+            1000: fenced(task.canonical_code or ""),
+            1001: fenced(task.buggy_code),
+            1002: text("It looks right to me."),
+        }
         return answers[int(request.body["seed"])]
 
     out = tmp_path / "draws.json"
     with ScriptedServer(handle) as server:
         monkeypatch.setattr(minimal_fix, "load_presets", lambda: {"scripted": scripted_preset(server.base_url)})
-        code = rewrite_draws.main([str(RUN), "--model", "scripted", "--dataset-path", str(dataset_path), "--limit", "2", "--out", str(out)])
+        code = rewrite_draws.main(
+            [str(RUN), "--model", "scripted", "--dataset-path", str(dataset_path), "--limit", "2", "--out", str(out)]
+        )
     assert code == 0
     # Rewrite's opening (the system prompt from the tests, no buggy body), sampled, one seed per draw.
     assert len(requests) == 6
-    assert all(r.body["messages"][0]["content"].startswith("You write Python functions from their tests.") for r in requests)
+    assert all(
+        r.body["messages"][0]["content"].startswith("You write Python functions from their tests.") for r in requests
+    )
     assert all("Start from this header:" in r.body["messages"][-1]["content"] for r in requests)
     assert [r.body["seed"] for r in requests] == [1000, 1001, 1002] * 2
     assert {r.body["temperature"] for r in requests} == {0.8}
-    assert all("docstring" not in str(r.body["messages"]) and "What it should do" not in str(r.body["messages"]) for r in requests)  # --protocol tests: none shown
+    assert all(
+        "docstring" not in str(r.body["messages"]) and "What it should do" not in str(r.body["messages"])
+        for r in requests
+    )  # --protocol tests: none shown
     data = json.loads(out.read_text())
     rows = {r["task_id"]: r for r in data["rows"]}
     run11, canonical11, buggy11, prose11 = rows["Python/11"]["draws"]
@@ -67,8 +83,13 @@ def test_draws_are_scored_and_grouped_by_their_answers(
     # Python/11: two groups of one, the tie goes to the run's own (which fails): a pick by agreement
     # would not hold there, a perfect pick would.
     assert data["totals"] == {
-        "tasks": 2, "run_plus": 1, "some_draw_holds": 2, "largest_group_holds": 1,
-        "all_passing_agree": 1, "draws_passed": 4, "draws_plus": 4,
+        "tasks": 2,
+        "run_plus": 1,
+        "some_draw_holds": 2,
+        "largest_group_holds": 1,
+        "all_passing_agree": 1,
+        "draws_passed": 4,
+        "draws_plus": 4,
     }
     assert "where the largest group holds 1" in capsys.readouterr().out
 
@@ -83,7 +104,9 @@ def test_the_pick_by_agreement_follows_the_largest_group() -> None:
     )
     row = rewrite_draws.Row("Python/0", 10, draws)
     assert row.largest_group_holds() and row.some_holds() and row.groups() == 2
-    outvoted = rewrite_draws.Row("Python/0", 10, (draws[0], rewrite_draws.Draw("d0", "a", True, False, group=0), draws[1]))
+    outvoted = rewrite_draws.Row(
+        "Python/0", 10, (draws[0], rewrite_draws.Draw("d0", "a", True, False, group=0), draws[1])
+    )
     assert not outvoted.largest_group_holds() and outvoted.some_holds()
     nothing = rewrite_draws.Row("Python/0", 10, (rewrite_draws.Draw("run", "a", False, None), draws[3]))
     assert not nothing.largest_group_holds() and not nothing.some_holds() and nothing.groups() == 0

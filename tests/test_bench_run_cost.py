@@ -23,7 +23,9 @@ def test_it_prints_the_machine_per_run_and_each_process_share(capsys: pytest.Cap
     labels = [label for label, _, _ in rows]
     assert labels[0] == "harness (this process)" and labels[-1] == "each run's own processes and the rest"
     # A fork server: its server and its zygote outlive the runs and are told apart.
-    assert any(label.startswith("server (pid ") for label in labels) and any(label.startswith("zygote (pid ") for label in labels)
+    assert any(label.startswith("server (pid ") for label in labels) and any(
+        label.startswith("zygote (pid ") for label in labels
+    )
     # The rest is what the machine did less the named processes: the rows add up to the whole.
     assert sum(float(cpu) for _, cpu, _ in rows) == pytest.approx(float(whole.group(2)), abs=0.05)
     assert sum(int(faults) for _, _, faults in rows) == pytest.approx(int(whole.group(3)), abs=len(rows))
@@ -54,4 +56,10 @@ def test_the_server_and_the_zygote_are_told_apart_by_parent_not_by_pid_order() -
     kept = {300: (32000, serve), 32000: (31999, serve), 31999: (1, "bwrap --unshare-all ... runner.py --serve")}
     usage = {pid: run_cost.Usage(0.0, 0) for pid in kept}
     labels = [label for label, _ in run_cost.shares(run_cost.Usage(0.0, 0), run_cost.Usage(0.0, 0), kept, usage, usage)]
-    assert labels == ["harness (this process)", "zygote (pid 300)", "bwrap (pid 31999)", "server (pid 32000)", "each run's own processes and the rest"]
+    assert labels == [
+        "harness (this process)",
+        "zygote (pid 300)",
+        "bwrap (pid 31999)",
+        "server (pid 32000)",
+        "each run's own processes and the rest",
+    ]

@@ -22,8 +22,23 @@ BOMB = "\n".join(
 
 
 def cli_args(url: str, dataset: Path, out: Path, *extra: str) -> list[str]:
-    return ["--model", "scripted-model", "--base-url", url, "--dataset-path", str(dataset), "--max-iters", "1",
-            "--sandbox", "process", "--retries", "2", "--out", str(out), *extra]
+    return [
+        "--model",
+        "scripted-model",
+        "--base-url",
+        url,
+        "--dataset-path",
+        str(dataset),
+        "--max-iters",
+        "1",
+        "--sandbox",
+        "process",
+        "--retries",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def one_error_line(stderr: str) -> str:
@@ -53,7 +68,9 @@ def test_a_dataset_field_above_the_cap_is_refused_naming_its_line_and_the_option
     rows[1]["test"] = rows[1]["test"] + "\n# " + "x" * 2000 + "\n"
     dataset = tmp_path / "big.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    proc = run_cli(cli_args("http://127.0.0.1:9/v1", dataset, tmp_path / "r.json", "--max-field-size", "1k"), cwd=tmp_path)
+    proc = run_cli(
+        cli_args("http://127.0.0.1:9/v1", dataset, tmp_path / "r.json", "--max-field-size", "1k"), cwd=tmp_path
+    )
     line = one_error_line(proc.stderr)
     assert proc.returncode == 2 and f"{dataset}:2" in line and "field 'test'" in line and "--max-field-size" in line
     proc = run_cli(["validate-dataset", str(dataset), "--sandbox", "process", "--max-field-size", "1k"], cwd=tmp_path)
@@ -75,7 +92,9 @@ def test_an_oversized_reply_or_code_argument_is_too_large_and_never_stored_whole
         if turn_of(rec) == 0:
             if task.entry_point == "truncate_number":
                 return text("```python\n" + huge + "```")
-            return tool_call(task.canonical_code + huge if task.entry_point == "has_close_elements" else task.canonical_code or "")
+            return tool_call(
+                task.canonical_code + huge if task.entry_point == "has_close_elements" else task.canonical_code or ""
+            )
         return tool_call(task.canonical_code or "")
 
     out = tmp_path / "r.json"
@@ -88,7 +107,12 @@ def test_an_oversized_reply_or_code_argument_is_too_large_and_never_stored_whole
     for path in [out, out.with_suffix(".jsonl"), *(tmp_path / "traces").iterdir()]:
         assert path.stat().st_size < 200_000, path
     with ScriptedServer(oversized) as server:
-        proc = run_cli(cli_args(server.base_url, tiny_dataset, tmp_path / "raised.json", "--max-reply-size", "1m", "--tasks", "Python/0"), cwd=tmp_path)
+        proc = run_cli(
+            cli_args(
+                server.base_url, tiny_dataset, tmp_path / "raised.json", "--max-reply-size", "1m", "--tasks", "Python/0"
+            ),
+            cwd=tmp_path,
+        )
     assert proc.returncode == 0, proc.stderr
     assert results_of(tmp_path / "raised.json")["tasks"][0]["attempts"][0]["outcome"] != "too_large"
 
@@ -102,7 +126,9 @@ def test_each_candidate_is_stored_once_per_record_and_reads_back_whole(
 
     padding = "\n# " + "z" * 100_000 + "\n"
     by_entry = {t.entry_point: t for t in tiny_tasks.values()}
-    with ScriptedServer(lambda rec: tool_call((by_entry[entry_point_of(rec)].canonical_code or "") + padding)) as server:
+    with ScriptedServer(
+        lambda rec: tool_call((by_entry[entry_point_of(rec)].canonical_code or "") + padding)
+    ) as server:
         outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/0",)))
     for path in (outcome.results_path, outcome.stream_path):
         assert 100_000 < path.stat().st_size < 150_000, path  # once, not three times

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from humanevalfix.sandbox.cgroup import Cgroups, Hierarchy, dir_below, cgroup_mounts, own_cgroups, owner_alive, process_limit
+from humanevalfix.sandbox.cgroup import (
+    Cgroups,
+    Hierarchy,
+    cgroup_mounts,
+    dir_below,
+    own_cgroups,
+    owner_alive,
+    process_limit,
+)
 
 HYBRID = """\
 30 25 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
@@ -24,7 +32,10 @@ CONTAINER_V2 = "600 580 0:40 /docker/abc /sys/fs/cgroup rw,nosuid,nodev,noexec,r
 def test_v1_mounts_and_controllers_are_read_from_mountinfo() -> None:
     mounts = cgroup_mounts(HYBRID)
     assert [(str(m.point), m.version) for m in mounts] == [
-        ("/sys/fs/cgroup/unified", 2), ("/sys/fs/cgroup/memory", 1), ("/sys/fs/cgroup/pids", 1), ("/sys/fs/cgroup/cpu,cpuacct", 1),
+        ("/sys/fs/cgroup/unified", 2),
+        ("/sys/fs/cgroup/memory", 1),
+        ("/sys/fs/cgroup/pids", 1),
+        ("/sys/fs/cgroup/cpu,cpuacct", 1),
     ]
     assert "pids" in mounts[2].controllers and "cpuacct" in mounts[3].controllers
     own = own_cgroups(HYBRID_SELF)
@@ -47,7 +58,14 @@ def test_only_our_groups_of_dead_harnesses_count_as_leftovers() -> None:
 
 
 def test_the_isolation_line_says_what_bounds_the_processes() -> None:
-    v1 = Cgroups((Hierarchy(1, Path("/x/pids"), ("pids",), Path("/x/pids")), Hierarchy(1, Path("/x/memory"), ("memory",), Path("/x/memory"))), 512, 5 << 30)
+    v1 = Cgroups(
+        (
+            Hierarchy(1, Path("/x/pids"), ("pids",), Path("/x/pids")),
+            Hierarchy(1, Path("/x/memory"), ("memory",), Path("/x/memory")),
+        ),
+        512,
+        5 << 30,
+    )
     assert process_limit(v1, "") == "process limit: cgroup v1: pids.max 512, memory 5 GiB per executor"
     assert v1.guarantees == {"procs", "memory"}
     pids_only = Cgroups((Hierarchy(2, Path("/x"), ("pids",), Path("/x")),), 64, 1 << 30)

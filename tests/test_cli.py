@@ -27,7 +27,9 @@ def assert_one_error(proc: subprocess.CompletedProcess[str], *fragments: str) ->
     return lines[0]
 
 
-def run_main(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+def run_main(
+    args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> subprocess.CompletedProcess[str]:
     """`src.cli.main` in this process (quicker than a child for option errors), as a CompletedProcess."""
     monkeypatch.chdir(cwd)
     for var in ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY"):
@@ -46,7 +48,16 @@ def test_help_lists_the_options(tmp_path: Path) -> None:
     assert "HumanEvalFix" in proc.stdout and "eval" in proc.stdout
     proc = run_cli(["eval", "--help"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    for option in ("--model", "--max-iters", "--protocol", "--workers", "--resume", "--dataset-path", "--tasks", "--limit"):
+    for option in (
+        "--model",
+        "--max-iters",
+        "--protocol",
+        "--workers",
+        "--resume",
+        "--dataset-path",
+        "--tasks",
+        "--limit",
+    ):
         assert option in proc.stdout
 
 
@@ -66,12 +77,18 @@ def test_list_models_lists_every_preset(tmp_path: Path) -> None:
         pytest.param(["--max-iters", "-1"], ["--max-iters", "must be 0 or more"], id="negative max-iters"),
         pytest.param(["--protocol", "all"], ["--protocol", "invalid choice"], id="unknown protocol"),
         # An oracle is chosen by --model oracle:..., so --provider offers every provider but it.
-        pytest.param(["--provider", "oracle"], ["--provider", "invalid choice", "'compatible', 'local')"], id="provider oracle"),
+        pytest.param(
+            ["--provider", "oracle"], ["--provider", "invalid choice", "'compatible', 'local')"], id="provider oracle"
+        ),
         pytest.param(["--timeout", "0"], ["--timeout", "must be above 0"], id="timeout 0"),
     ],
 )
 def test_bad_option_values_exit_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], fragments: list[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    fragments: list[str],
 ) -> None:
     assert_one_error(run_main(args, tmp_path, monkeypatch, capsys), *fragments)
 
@@ -79,30 +96,66 @@ def test_bad_option_values_exit_2(
 def test_bad_temperatures_exit_2(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--temperatures", "a,b"], cwd=tmp_path)
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--temperatures", "a,b"], cwd=tmp_path
+    )
     assert_one_error(proc, "--temperatures", "'a,b'")
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--temperatures", "0,5"], tmp_path, monkeypatch, capsys)
+    proc = run_main(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--temperatures", "0,5"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_error(proc, "--temperatures", "between 0 and 2")
 
 
-def test_redraw_turns_without_redraws_is_one_error(tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "0", "--redraw-turns", "1"], tmp_path, monkeypatch, capsys)
+def test_redraw_turns_without_redraws_is_one_error(
+    tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proc = run_main(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "0", "--redraw-turns", "1"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_error(proc, "--redraw-turns", "--redraws N")
-    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "1", "--redraw-turns", "0"], cwd=tmp_path)
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--redraws", "1", "--redraw-turns", "0"],
+        cwd=tmp_path,
+    )
     assert_one_error(proc, "--redraw-turns", "at least 1, got 0")
 
 
-def test_strategies_are_checked_before_the_run(tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "fix,guess"], tmp_path, monkeypatch, capsys)
+def test_strategies_are_checked_before_the_run(
+    tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proc = run_main(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "fix,guess"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_error(proc, "--strategies", "unknown strategy 'guess'")
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "rewrite"], tmp_path, monkeypatch, capsys)
+    proc = run_main(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--strategies", "rewrite"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_error(proc, "--strategies", "needs one of fix, explain")
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--rewrite-turns", "0"], tmp_path, monkeypatch, capsys)
+    proc = run_main(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--rewrite-turns", "0"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_error(proc, "--rewrite-turns", "must be at least 1, got 0")
     assert not list(tmp_path.rglob("*.jsonl"))  # refused before any run started
 
 
-def test_missing_dataset_file_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_dataset_file_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     missing = tmp_path / "nowhere" / "tasks.jsonl"
     proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(missing)], tmp_path, monkeypatch, capsys)
     assert_one_error(proc, "dataset file not found", str(missing))
@@ -110,7 +163,9 @@ def test_missing_dataset_file_exits_2(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_bad_row_in_dataset_exits_2_naming_the_row(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"task_id": "X/0", "entry_point": "f", "buggy_code": "def f():\\n    return 1\\n"}\n', encoding="utf-8")
+    bad.write_text(
+        '{"task_id": "X/0", "entry_point": "f", "buggy_code": "def f():\\n    return 1\\n"}\n', encoding="utf-8"
+    )
     proc = run_cli(["--model", "oracle:buggy", "--dataset-path", str(bad)], cwd=tmp_path)
     assert_one_error(proc, f"{bad}:1", "'X/0'", "field 'test'")
 
@@ -118,7 +173,12 @@ def test_bad_row_in_dataset_exits_2_naming_the_row(tmp_path: Path) -> None:
 def test_unknown_task_id_exits_2(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    proc = run_main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--tasks", "Python/0,Python/999"], tmp_path, monkeypatch, capsys)
+    proc = run_main(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--tasks", "Python/0,Python/999"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_error(proc, "--tasks", "Python/999")
     assert "Python/0" not in error_lines(proc)[0]
 
@@ -133,10 +193,14 @@ def test_unknown_oracle_exits_2(
 def test_no_key_for_openai_tells_to_set_it_in_dotenv(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    proc = run_cli(["--model", "gpt-4o-mini", "--dataset-path", str(dataset_path), "--limit", "1"], cwd=tmp_path, env=clean_env())
+    proc = run_cli(
+        ["--model", "gpt-4o-mini", "--dataset-path", str(dataset_path), "--limit", "1"], cwd=tmp_path, env=clean_env()
+    )
     assert_one_error(proc, "no API key for provider 'openai'", "set OPENAI_API_KEY in .env")
     # A raw model id goes to OpenAI too, and needs the same key.
-    proc = run_main(["--model", "gpt-4.1-nano", "--dataset-path", str(dataset_path), "--limit", "1"], tmp_path, monkeypatch, capsys)
+    proc = run_main(
+        ["--model", "gpt-4.1-nano", "--dataset-path", str(dataset_path), "--limit", "1"], tmp_path, monkeypatch, capsys
+    )
     assert_one_error(proc, "no API key for provider 'openai'", "set OPENAI_API_KEY in .env")
     assert not (tmp_path / "results").exists()  # nothing was started
 
@@ -146,8 +210,22 @@ def test_key_from_dotenv_in_the_working_directory_is_used(tmp_path: Path, datase
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-dotenv-1234abcd\n", encoding="utf-8")
     out = tmp_path / "r.json"
     proc = run_cli(
-        ["--model", "gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1", "--provider", "openai", "--dataset-path", str(dataset_path),
-         "--limit", "1", "--retries", "1", "--out", str(out)],
+        [
+            "--model",
+            "gpt-4o-mini",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--provider",
+            "openai",
+            "--dataset-path",
+            str(dataset_path),
+            "--limit",
+            "1",
+            "--retries",
+            "1",
+            "--out",
+            str(out),
+        ],
         cwd=tmp_path,
     )
     assert proc.returncode == 3, proc.stderr  # complete, with an infrastructure error
@@ -158,7 +236,19 @@ def test_key_from_dotenv_in_the_working_directory_is_used(tmp_path: Path, datase
 
 def test_small_oracle_run_prints_the_results_path(tmp_path: Path, dataset_path: Path) -> None:
     out = tmp_path / "small.json"
-    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--tasks", "Python/0,Python/2", "--out", str(out)], cwd=tmp_path)
+    proc = run_cli(
+        [
+            "--model",
+            "oracle:canonical",
+            "--dataset-path",
+            str(dataset_path),
+            "--tasks",
+            "Python/0,Python/2",
+            "--out",
+            str(out),
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out)
     data = results_of(out)
@@ -178,7 +268,17 @@ def test_top_level_help_shows_the_eval_options_and_lists_every_command(tmp_path:
         assert option in proc.stdout, option
     for command in COMMANDS:
         assert f"\n  {command} " in proc.stdout, command
-    assert set(COMMANDS) == {"eval", "fix", "report", "export", "score", "validate-dataset", "serve", "sandbox", "graph"}
+    assert set(COMMANDS) == {
+        "eval",
+        "fix",
+        "report",
+        "export",
+        "score",
+        "validate-dataset",
+        "serve",
+        "sandbox",
+        "graph",
+    }
 
 
 @pytest.mark.parametrize("entry", [["-m", "humanevalfix"], ["eval_humanevalfix.py"], ["humanevalfix"]])
@@ -192,14 +292,20 @@ def test_every_entry_point_runs_from_another_directory(tmp_path: Path, dataset_p
 
     if entry == ["humanevalfix"]:
         script = shutil.which("humanevalfix", path=str(Path(sys.executable).parent))
-        assert script, "the humanevalfix console script is not installed beside this interpreter (pip install -r requirements.txt)"
+        assert script, (
+            "the humanevalfix console script is not installed beside this interpreter (pip install -r requirements.txt)"
+        )
         argv = [script]
     else:
         argv = [sys.executable, *(entry if entry[0] == "-m" else [str(CLI)])]
     out = tmp_path / "r.json"
     proc = subprocess.run(
         [*argv, "--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--limit", "1", "--out", str(out)],
-        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert results_of(out)["summary"]["passed"] == 1
@@ -208,10 +314,25 @@ def test_every_entry_point_runs_from_another_directory(tmp_path: Path, dataset_p
 def test_verbose_prints_a_line_per_task_not_per_http_request(tmp_path: Path, dataset_path: Path) -> None:
     from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
 
-    with ScriptedServer(lambda rec: tool_call("def truncate_number(number: float) -> float:\n    return number % 1.0\n")) as server:
+    with ScriptedServer(
+        lambda rec: tool_call("def truncate_number(number: float) -> float:\n    return number % 1.0\n")
+    ) as server:
         proc = run_cli(
-            ["--model", "scripted", "--base-url", server.base_url, "--dataset-path", str(dataset_path), "--tasks", "Python/2", "--out", str(tmp_path / "v.json"), "-v"],
-            cwd=tmp_path, env=clean_env(LOCAL_API_KEY="sk-test-verbose"),
+            [
+                "--model",
+                "scripted",
+                "--base-url",
+                server.base_url,
+                "--dataset-path",
+                str(dataset_path),
+                "--tasks",
+                "Python/2",
+                "--out",
+                str(tmp_path / "v.json"),
+                "-v",
+            ],
+            cwd=tmp_path,
+            env=clean_env(LOCAL_API_KEY="sk-test-verbose"),
         )
     assert proc.returncode == 0, proc.stderr
     assert "PASS Python/2" in proc.stderr

@@ -4,8 +4,8 @@ exception out of the run (one such reply used to end a whole run with IndexError
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -22,7 +22,9 @@ from .conftest import KEYS_ENV, entry_point_of
 FAULTS = {
     "empty choices": Response(200, {"id": "x", "object": "chat.completion", "choices": []}),
     "null choices": Response(200, {"id": "x", "object": "chat.completion", "choices": None}),
-    "choice without message": Response(200, {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop"}]}),
+    "choice without message": Response(
+        200, {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop"}]}
+    ),
     "error object with 200": Response(200, {"error": {"message": "model is loading", "type": "server_error"}}),
     "html page": Response(200, raw=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
     "truncated json": Response(200, raw=b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'),
@@ -31,7 +33,10 @@ FAULTS = {
 
 def model_for(server: ScriptedServer, attempts: int = 3) -> OpenAIChatModel:
     return OpenAIChatModel(
-        provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool(["sk-test-faults-0001"]),
+        provider="compatible",
+        model="scripted-model",
+        base_url=server.base_url,
+        keys=KeyPool(["sk-test-faults-0001"]),
         retry=RetryPolicy(attempts=attempts, initial_s=0.01, max_s=0.05, timeout_s=10.0),
     )
 
@@ -62,7 +67,10 @@ def test_odd_replies_to_the_end_are_one_model_call_error_naming_the_fault(fault:
 
 
 def test_a_run_with_odd_replies_for_one_task_records_its_error_and_finishes_the_others(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, "sk-test-faults-0002")
     victim = sorted(tiny_tasks)[0]

@@ -6,8 +6,8 @@ number of characters, and the real sandbox running the full tests."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from rich.console import Console
@@ -30,7 +30,10 @@ OVERFLOW = "This model's maximum context length is 4096 tokens. However, you req
 
 def model_for(server: ScriptedServer) -> OpenAIChatModel:
     return OpenAIChatModel(
-        provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool(["x"]),
+        provider="compatible",
+        model="scripted-model",
+        base_url=server.base_url,
+        keys=KeyPool(["x"]),
         retry=RetryPolicy(attempts=1, initial_s=0.01, timeout_s=10.0),
     )
 
@@ -49,18 +52,30 @@ def test_cuts_history_first_then_halves_the_tests_then_gives_up() -> None:
     fit = ContextFit.for_tests(tests)
     task_message = {"role": "user", "content": f"Fix it.\n```python\n{tests}\n```"}
     native = [
-        {"role": "system", "content": "s"}, task_message,
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}]}, {"role": "tool", "tool_call_id": "a", "content": "failed 1"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "b"}]}, {"role": "tool", "tool_call_id": "b", "content": "failed 2"},
+        {"role": "system", "content": "s"},
+        task_message,
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}]},
+        {"role": "tool", "tool_call_id": "a", "content": "failed 1"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "b"}]},
+        {"role": "tool", "tool_call_id": "b", "content": "failed 2"},
     ]
     request = ChatRequest(messages=native, temperature=0.0, max_tokens=10)
     assert fit.apply(request) is request  # nothing cut yet
     assert fit.shrink(request) == "earlier turns left out"
     cut = fit.apply(request).messages
-    assert [m.get("content") for m in cut] == ["s", task_message["content"], "", "failed 2"]  # the latest call keeps its answer
+    assert [m.get("content") for m in cut] == [
+        "s",
+        task_message["content"],
+        "",
+        "failed 2",
+    ]  # the latest call keeps its answer
     assert fit.shrink(request) == "tests: first 4 of 8 lines shown"
     shown = fit.apply(request).messages[1]["content"]
-    assert "assert f(3) == 3" in shown and "assert f(4) == 4" not in shown and "4 more lines of the tests, not shown" in shown
+    assert (
+        "assert f(3) == 3" in shown
+        and "assert f(4) == 4" not in shown
+        and "4 more lines of the tests, not shown" in shown
+    )
     assert fit.shrink(request) == "tests: first 2 of 8 lines shown"
     assert fit.shrink(request) is None  # one line would say nothing
     assert native[1] is task_message and "assert f(7) == 7" in native[1]["content"]  # the conversation keeps everything
@@ -68,7 +83,9 @@ def test_cuts_history_first_then_halves_the_tests_then_gives_up() -> None:
 
 def test_without_tests_shown_there_is_nothing_to_cut_after_the_history() -> None:
     fit = ContextFit.for_tests(None)
-    request = ChatRequest(messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], temperature=0.0, max_tokens=10)
+    request = ChatRequest(
+        messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], temperature=0.0, max_tokens=10
+    )
     assert fit.shrink(request) is None
     assert trimmed_tests("a\nb", 5) == "a\nb"
 
@@ -112,7 +129,9 @@ def test_a_native_conversation_drops_its_older_turns_first(task: Task) -> None:
         return tool_call(given[-1])
 
     with ScriptedServer(two_turns_of_context) as server:
-        result = repair(request_for_task(task, settings), model_for(server), CountingExecutor(), settings, ToolMode(native=True))
+        result = repair(
+            request_for_task(task, settings), model_for(server), CountingExecutor(), settings, ToolMode(native=True)
+        )
         sent = server.chat_requests()
     assert result.stop_reason == "passed", result.attempts
     assert result.context_trims == ["turn 2: earlier turns left out"]

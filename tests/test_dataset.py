@@ -78,7 +78,9 @@ def test_invalid_json_line_names_file_and_line(tmp_path: Path, dataset_rows: lis
         load_file(path)
 
 
-def test_empty_field_and_duplicates_and_non_objects_are_errors(tmp_path: Path, dataset_rows: list[dict[str, Any]]) -> None:
+def test_empty_field_and_duplicates_and_non_objects_are_errors(
+    tmp_path: Path, dataset_rows: list[dict[str, Any]]
+) -> None:
     empty = dict(dataset_rows[0], test="   ")
     with pytest.raises(DatasetError, match=r"empty\.jsonl:1 .*field 'test' is missing or empty"):
         load_file(write_jsonl(tmp_path / "empty.jsonl", [empty]))
@@ -184,7 +186,9 @@ def test_the_bundled_file_is_the_documented_one_and_ships_with_the_package() -> 
     assert DOCUMENTED_SHA256 in (path.parent / "README.md").read_text(encoding="utf-8")
     if SHARED_COPY.is_file():  # the project's shared copy, where this checkout has one
         assert path.read_bytes() == SHARED_COPY.read_bytes()
-    package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"
+    ]
     relative = path.relative_to(REPO_ROOT / "src" / "humanevalfix").as_posix()
     assert any(fnmatch.fnmatch(relative, pattern) for pattern in package_data["humanevalfix"])
 
@@ -201,7 +205,9 @@ def test_a_changed_or_missing_bundled_copy_is_refused(tmp_path: Path, monkeypatc
     changed.write_bytes(original.replace(b"distance = abs(elem - elem2)", b"distance = abs(elem + elem2)", 1))
     assert changed.read_bytes() != original
     monkeypatch.setattr(ds, "bundled_path", lambda: changed)
-    with pytest.raises(DatasetError, match=rf"sha256 [0-9a-f]{{64}}, not the published {DOCUMENTED_SHA256}: it was changed; reinstall"):
+    with pytest.raises(
+        DatasetError, match=rf"sha256 [0-9a-f]{{64}}, not the published {DOCUMENTED_SHA256}: it was changed; reinstall"
+    ):
         ds.load_bundled()
     with pytest.raises(DatasetError, match="not the published"):
         ds.load_default(announce=print)  # nor does the default source (offline in tests) take it

@@ -9,21 +9,31 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from humanevalfix.cli import main
 from humanevalfix.evaluation import dataset as ds
-from humanevalfix.evaluation.dataset import BUNDLED_SHA256, BUNDLED_SOURCE, DATASET_ENV, HUB_SOURCE, OFFLINE_ENVS, DatasetError
+from humanevalfix.evaluation.dataset import (
+    BUNDLED_SHA256,
+    BUNDLED_SOURCE,
+    DATASET_ENV,
+    HUB_SOURCE,
+    OFFLINE_ENVS,
+    DatasetError,
+)
 from humanevalfix.reports.visualize import load_run
 
 from .conftest import clean_env, results_of, run_cli
 
-BUNDLED_LINE = f"dataset: bundled copy of bigcode/humanevalpack (python/test), 164 tasks, sha256 {BUNDLED_SHA256[:12]}…; "
+BUNDLED_LINE = (
+    f"dataset: bundled copy of bigcode/humanevalpack (python/test), 164 tasks, sha256 {BUNDLED_SHA256[:12]}…; "
+)
 
 
 # ---- the default source: the Hub when a quick probe answers, else the bundled copy --------
@@ -45,7 +55,9 @@ def _hub_copy() -> ds.Dataset:
 
 
 @pytest.mark.parametrize("flag", OFFLINE_ENVS)
-def test_an_offline_flag_means_the_bundled_copy_without_a_probe(online: None, monkeypatch: pytest.MonkeyPatch, flag: str) -> None:
+def test_an_offline_flag_means_the_bundled_copy_without_a_probe(
+    online: None, monkeypatch: pytest.MonkeyPatch, flag: str
+) -> None:
     monkeypatch.setenv(flag, "1")
     lines: list[str] = []
     data = ds.load_default(probe=_never, hub=_never, announce=lines.append)
@@ -72,16 +84,23 @@ def test_a_hub_that_answers_serves_the_dataset(online: None) -> None:
     lines: list[str] = []
     assert ds.load_default(probe=lambda: None, hub=lambda: hub_copy, announce=lines.append) is hub_copy
     assert len(lines) == 1
-    assert lines[0].startswith("dataset: bigcode/humanevalpack (python/test) from the Hugging Face Hub, 2 tasks, sha256 abababababab…")
+    assert lines[0].startswith(
+        "dataset: bigcode/humanevalpack (python/test) from the Hugging Face Hub, 2 tasks, sha256 abababababab…"
+    )
 
 
 def test_a_hub_that_answers_but_fails_to_load_falls_back_to_the_bundled_copy(online: None) -> None:
     def failing() -> ds.Dataset:
-        raise DatasetError("could not load bigcode/humanevalpack (python/test) from the Hugging Face Hub (HfHubHTTPError: 429)")
+        raise DatasetError(
+            "could not load bigcode/humanevalpack (python/test) from the Hugging Face Hub (HfHubHTTPError: 429)"
+        )
 
     lines: list[str] = []
     assert ds.load_default(probe=lambda: None, hub=failing, announce=lines.append).source == BUNDLED_SOURCE
-    assert lines == [BUNDLED_LINE + "the Hub answered, but could not load bigcode/humanevalpack (python/test) from the Hugging Face Hub (HfHubHTTPError: 429)"]
+    assert lines == [
+        BUNDLED_LINE
+        + "the Hub answered, but could not load bigcode/humanevalpack (python/test) from the Hugging Face Hub (HfHubHTTPError: 429)"
+    ]
 
 
 def test_load_hub_turns_the_hub_rows_into_tasks_and_keeps_its_warnings_to_one_handler(
@@ -103,7 +122,10 @@ def test_load_hub_turns_the_hub_rows_into_tasks_and_keeps_its_warnings_to_one_ha
         raise ConnectionError("no route to huggingface.co")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DatasetError, match=r"could not load bigcode/humanevalpack \(python/test\) from the Hugging Face Hub \(ConnectionError: no route"):
+    with pytest.raises(
+        DatasetError,
+        match=r"could not load bigcode/humanevalpack \(python/test\) from the Hugging Face Hub \(ConnectionError: no route",
+    ):
         ds.load_hub()
 
 
@@ -160,7 +182,10 @@ def test_the_probe_reads_an_answer_an_error_status_and_a_closed_port() -> None:
         assert ds.hub_problem(f"{endpoint}/api/datasets/bigcode/humanevalpack", timeout_s=2.0) is None
     assert paths == ["/api/datasets/bigcode/humanevalpack"]
     with answering_server(503) as (endpoint, _):
-        assert ds.hub_problem(f"{endpoint}/api/datasets/bigcode/humanevalpack", timeout_s=2.0) == "the Hub answered HTTP 503"
+        assert (
+            ds.hub_problem(f"{endpoint}/api/datasets/bigcode/humanevalpack", timeout_s=2.0)
+            == "the Hub answered HTTP 503"
+        )
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         closed = sock.getsockname()[1]
@@ -168,7 +193,9 @@ def test_the_probe_reads_an_answer_an_error_status_and_a_closed_port() -> None:
     assert why is not None and why.startswith("the Hub could not be reached (") and "refused" in why.lower()
 
 
-def test_the_default_probe_asks_the_endpoint_huggingface_hub_is_configured_for(online: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_probe_asks_the_endpoint_huggingface_hub_is_configured_for(
+    online: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from huggingface_hub import constants
 
     hub_copy = _hub_copy()
@@ -199,11 +226,16 @@ def _dataset_lines(stderr: str) -> list[str]:
 
 def test_eval_export_and_report_work_offline_on_the_bundled_copy(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    proc = run_cli(["--model", "oracle:canonical", "--limit", "2", "--out", str(out)], cwd=tmp_path, env=_env_without_a_dataset())
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--limit", "2", "--out", str(out)], cwd=tmp_path, env=_env_without_a_dataset()
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _dataset_lines(proc.stderr) == [BUNDLED_LINE + "HF_HUB_OFFLINE is set"]
     document = results_of(out)
-    assert (document["config"]["dataset_source"], document["config"]["dataset_sha256"]) == (BUNDLED_SOURCE, BUNDLED_SHA256)
+    assert (document["config"]["dataset_source"], document["config"]["dataset_sha256"]) == (
+        BUNDLED_SOURCE,
+        BUNDLED_SHA256,
+    )
     # export reloads the run's dataset from the source it recorded
     generations = tmp_path / "exported.json"
     assert main(["export", str(out), "--out", str(generations)]) == 0

@@ -22,7 +22,9 @@ DOCS = ROOT / "docs"
 ARCHITECTURE = DOCS / "architecture.md"
 README_MAX_BYTES = 15_000
 
-SETUP = "sudo apt-get update && sudo apt-get install -y bubblewrap git patch && python -m pip install -r requirements.txt"
+SETUP = (
+    "sudo apt-get update && sudo apt-get install -y bubblewrap git patch && python -m pip install -r requirements.txt"
+)
 RUN = "python eval_humanevalfix.py --limit 10"
 TESTS = "python -m pytest -q"
 
@@ -138,7 +140,9 @@ def test_repository_paths_in_docs_exist(doc: Path):
 
 def test_readme_is_short():
     size = README.stat().st_size
-    assert size <= README_MAX_BYTES, f"README.md is {size} bytes; keep it under {README_MAX_BYTES} and move detail to docs/"
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size} bytes; keep it under {README_MAX_BYTES} and move detail to docs/"
+    )
 
 
 @pytest.mark.parametrize("command", [SETUP, RUN, TESTS])
@@ -156,7 +160,9 @@ def test_the_first_screen_is_the_set_up_the_main_command_fix_and_the_tests():
     assert readme.index(TESTS) < readme.index("## Measured result")
 
 
-@pytest.mark.parametrize("doc", [*markdown_files(), ROOT / ".env.example"], ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+    "doc", [*markdown_files(), ROOT / ".env.example"], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
 def test_no_command_points_outside_the_checkout(doc: Path):
     """`../shared/...` exists only beside our CI's clone: a newcomer has the bundled dataset, which a
     run without --dataset-path uses offline."""
@@ -170,7 +176,9 @@ def test_ci_runs_what_the_readme_says():
     commands = [line.split("#", 1)[0] for line in ci.splitlines()]
     assert any(c.strip().startswith(TESTS) for c in commands), f".ci/run does not run `{TESTS}`"
     assert any("apt-get install" in c and "bubblewrap" in c for c in commands), ".ci/run does not install bubblewrap"
-    assert any("pip install" in c and "-r requirements.txt" in c for c in commands), ".ci/run does not install requirements.txt"
+    assert any("pip install" in c and "-r requirements.txt" in c for c in commands), (
+        ".ci/run does not install requirements.txt"
+    )
 
 
 @pytest.mark.parametrize("doc", markdown_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -214,7 +222,8 @@ RESULTS_MD_RUNS = [
 
 
 @pytest.mark.parametrize(
-    ("doc", "name"), [(README, n) for n in README_RUNS] + [(DOCS / "results.md", n) for n in README_RUNS + RESULTS_MD_RUNS]
+    ("doc", "name"),
+    [(README, n) for n in README_RUNS] + [(DOCS / "results.md", n) for n in README_RUNS + RESULTS_MD_RUNS],
 )
 def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     """The measured numbers are the results files' own, with the command that wrote them."""
@@ -226,12 +235,25 @@ def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     assert f"--out results/{name}" in text, f"{doc.name} does not give the command that wrote results/{name}"
 
 
-@pytest.mark.parametrize("name", ["local-0.5b_tests_repair_rewrite-now_fresh.json", "local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-1.5b_tests_repair.json", "local-0.5b_hidden_repair.json", "local-0.5b_repair.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "local-0.5b_tests_repair_rewrite-now_fresh.json",
+        "local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json",
+        "local-1.5b_tests_repair.json",
+        "local-0.5b_hidden_repair.json",
+        "local-0.5b_repair.json",
+    ],
+)
 def test_readme_share_of_turns_without_new_code_comes_from_the_run(name: str):
     """The README row's share of turns that brought no new candidate (`repeat`, `no_code`), from the run's turns."""
     outcomes = [a["outcome"] for t in _results(name)["tasks"] for a in t["attempts"]]
     share = 100 * sum(o in ("repeat", "no_code") for o in outcomes) / len(outcomes)
-    row = next(line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| repair loop") and f"**{_results(name)['summary']['passed']}/164" in line)
+    row = next(
+        line
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| repair loop") and f"**{_results(name)['summary']['passed']}/164" in line
+    )
     assert f"| {share:.0f}% |" in row, (row, share)
 
 
@@ -251,13 +273,21 @@ def test_readme_baseline_number_comes_from_the_results():
 
 
 @pytest.mark.parametrize(
-    "name", ["local_speed_first40_a.json", "local_speed_first40_b.json", "local_speed_first40_c.json", "local_speed_first40_no-llamafile.json"]
+    "name",
+    [
+        "local_speed_first40_a.json",
+        "local_speed_first40_b.json",
+        "local_speed_first40_c.json",
+        "local_speed_first40_no-llamafile.json",
+    ],
 )
 def test_speed_bench_numbers_in_the_local_model_doc_come_from_the_files(name: str):
     text = (DOCS / "local-model.md").read_text(encoding="utf-8")
     assert f"--out results/{name}" in text
     for row in _results(name)["results"]:
-        assert f"{row['loop_s']:.1f} s" in text, f"local-model.md does not quote {row['setting']}'s loop time of results/{name}"
+        assert f"{row['loop_s']:.1f} s" in text, (
+            f"local-model.md does not quote {row['setting']}'s loop time of results/{name}"
+        )
         if row["identical_replies"] is not None:
             assert f"{row['identical_replies']}/{row['replies_compared']}" in text
 
@@ -275,7 +305,16 @@ def test_batch_exactness_numbers_in_the_local_model_doc_come_from_the_files(name
 
 
 # What the model was asked, and how: the settings a documented command must make again.
-_POLICY_FIELDS = ("max_iters", "redraws", "redraw_turns", "strategies", "rewrite_turns", "rewrite_again", "rewrite_now", "runtime_values")
+_POLICY_FIELDS = (
+    "max_iters",
+    "redraws",
+    "redraw_turns",
+    "strategies",
+    "rewrite_turns",
+    "rewrite_again",
+    "rewrite_now",
+    "runtime_values",
+)
 
 
 def _commands_of_committed_runs() -> list[tuple[str, list[str], str]]:
@@ -294,7 +333,9 @@ def _commands_of_committed_runs() -> list[tuple[str, list[str], str]]:
     return found
 
 
-@pytest.mark.parametrize(("doc", "argv", "out"), _commands_of_committed_runs(), ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    ("doc", "argv", "out"), _commands_of_committed_runs(), ids=lambda v: v if isinstance(v, str) else None
+)
 def test_the_documented_command_of_a_committed_run_makes_its_settings(doc: str, argv: list[str], out: str):
     """Run today, the command beside a committed run asks the model as that run did: a changed
     default must not leave an older run's command silently making another run (--policy names
@@ -312,4 +353,8 @@ def test_the_documented_command_of_a_committed_run_makes_its_settings(doc: str, 
 
 def test_some_documented_commands_are_checked_against_their_runs():
     outs = {out for _, _, out in _commands_of_committed_runs()}
-    assert {"results/local-0.5b_tests_repair_rewrite-now_fresh.json", "results/local-0.5b_repair.json", "results/local-1.5b_tests_repair.json"} <= outs
+    assert {
+        "results/local-0.5b_tests_repair_rewrite-now_fresh.json",
+        "results/local-0.5b_repair.json",
+        "results/local-1.5b_tests_repair.json",
+    } <= outs

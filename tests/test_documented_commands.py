@@ -81,14 +81,22 @@ COMMANDS = documented()
 def test_the_docs_give_commands_of_every_kind() -> None:
     programs = {program for _, program, _ in COMMANDS}
     assert len(COMMANDS) >= 40 and "humanevalfix" in programs and "bench/baseline.py" in programs
-    subcommands = {argv[0] for _, program, argv in COMMANDS if program == "humanevalfix" and argv and not argv[0].startswith("-")}
+    subcommands = {
+        argv[0] for _, program, argv in COMMANDS if program == "humanevalfix" and argv and not argv[0].startswith("-")
+    }
     assert {"fix", "report", "score", "export", "validate-dataset"} <= subcommands
 
 
-@pytest.mark.parametrize(("doc", "program", "argv"), COMMANDS, ids=[f"{d}: {p} {' '.join(a)}"[:120] for d, p, a in COMMANDS])
-def test_documented_command_parses(doc: str, program: str, argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("doc", "program", "argv"), COMMANDS, ids=[f"{d}: {p} {' '.join(a)}"[:120] for d, p, a in COMMANDS]
+)
+def test_documented_command_parses(
+    doc: str, program: str, argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     status = exit_status(program, argv, monkeypatch)
-    assert status != 2, f"{doc}: `{program} {shlex.join(argv)}` is a usage error: {capsys.readouterr().err.strip()[-300:]}"
+    assert status != 2, (
+        f"{doc}: `{program} {shlex.join(argv)}` is a usage error: {capsys.readouterr().err.strip()[-300:]}"
+    )
 
 
 def test_a_stale_option_is_caught() -> None:

@@ -76,9 +76,26 @@ def test_a_run_from_a_sub_folder_uses_the_projects_key_and_says_so(tree: dict[st
     and the first line names the file with the key masked."""
     (tree["project"] / ".env").write_text(f"{KEY}=sk-test-parent-6666ffff\n", encoding="utf-8")
     with ScriptedServer([tool_call("def f(x):\n    return x\n")]) as server:
-        proc = run_cli(["--model", "scripted-model", "--base-url", server.base_url, "--dataset-path", str(dataset_path), "--tasks", "Python/0",
-                        "--max-iters", "0", "--sandbox", "process", "--out", str(tree["sub"] / "r.json")],
-                       cwd=tree["sub"], env=clean_env(XDG_CONFIG_HOME=str(tree["config"])))
+        proc = run_cli(
+            [
+                "--model",
+                "scripted-model",
+                "--base-url",
+                server.base_url,
+                "--dataset-path",
+                str(dataset_path),
+                "--tasks",
+                "Python/0",
+                "--max-iters",
+                "0",
+                "--sandbox",
+                "process",
+                "--out",
+                str(tree["sub"] / "r.json"),
+            ],
+            cwd=tree["sub"],
+            env=clean_env(XDG_CONFIG_HOME=str(tree["config"])),
+        )
         keys = {r.api_key for r in server.chat_requests()}
     assert proc.returncode == 0, proc.stderr
     assert keys == {"sk-test-parent-6666ffff"}

@@ -80,7 +80,9 @@ def test_forged_success_on_stdout_is_a_failure(executor: SubprocessExecutor) -> 
     assert "all tests passed" in result.output  # it was printed, and did not count
 
 
-def test_parent_secret_is_not_in_the_child_environment(executor: SubprocessExecutor, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parent_secret_is_not_in_the_child_environment(
+    executor: SubprocessExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = "sk-planted-secret-5e1f0c77"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     monkeypatch.setenv("HEFIX_PLANTED_SECRET", secret)
@@ -91,7 +93,12 @@ def test_parent_secret_is_not_in_the_child_environment(executor: SubprocessExecu
     )
     assert executor.run(code, "assert leaked() == []\n").status == "passed"
     # The same probe does fail when it should: the child's own variables are visible to it.
-    assert executor.run("import os\ndef leaked():\n    return os.environ.get('LANG')\n", "assert leaked() is None\n").status == "failed"
+    assert (
+        executor.run(
+            "import os\ndef leaked():\n    return os.environ.get('LANG')\n", "assert leaked() is None\n"
+        ).status
+        == "failed"
+    )
     printed = executor.run("import os\nprint(dict(os.environ))\n", "")
     assert secret not in printed.output and "PATH" in printed.output
 
@@ -124,7 +131,9 @@ def test_secret_in_the_parents_initial_environment_is_not_readable_through_proc(
     )
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
     env["OPENAI_API_KEY"] = secret
-    proc = subprocess.run([sys.executable, "-c", parent, probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", parent, probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("passed"), proc.stdout
 

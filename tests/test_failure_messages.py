@@ -7,14 +7,15 @@ itself is also checked in-process, for the expressions the dataset's tests use.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from humanevalfix.sandbox.child import assertions, rewriting
+from humanevalfix.sandbox.child.execution import MESSAGE_CAP
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import build_executor
-from humanevalfix.sandbox.child.execution import MESSAGE_CAP
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,7 @@ def ex() -> Iterator[Any]:
 
 
 # From the dataset (Python/0), as HumanEvalPack gives it.
-HAS_CLOSE = '''from typing import List
+HAS_CLOSE = """from typing import List
 
 
 def has_close_elements(numbers: List[float], threshold: float) -> bool:
@@ -37,8 +38,8 @@ def has_close_elements(numbers: List[float], threshold: float) -> bool:
                     return True
 
     return False
-'''
-HAS_CLOSE_TEST = '''
+"""
+HAS_CLOSE_TEST = """
 
 
 
@@ -47,7 +48,7 @@ def check(has_close_elements):
     assert has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.05) == False
     assert has_close_elements([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) == True
 
-check(has_close_elements)'''
+check(has_close_elements)"""
 
 
 def test_equality_failure_shows_the_call_expected_and_actual(ex: Any) -> None:
@@ -106,7 +107,9 @@ def test_is_true(ex: Any) -> None:
 
 
 def test_bare_and_negated_asserts(ex: Any) -> None:
-    test = "def check(candidate):\n    assert candidate('<>')\n    assert not candidate('<<')\ncheck(correct_bracketing)\n"
+    test = (
+        "def check(candidate):\n    assert candidate('<>')\n    assert not candidate('<<')\ncheck(correct_bracketing)\n"
+    )
     first = ex.run("def correct_bracketing(s):\n    return False\n", test)
     assert "expected: a true value" in first.message and "got:      False" in first.message
     second = ex.run("def correct_bracketing(s):\n    return True\n", test)
@@ -145,7 +148,9 @@ def test_syntax_errors(ex: Any) -> None:
 
 
 def test_huge_values_are_capped(ex: Any) -> None:
-    result = ex.run("def f(x):\n    return list(range(100000))\n", "def check(f):\n    assert f(1) == [2] * 50000\ncheck(f)\n")
+    result = ex.run(
+        "def f(x):\n    return list(range(100000))\n", "def check(f):\n    assert f(1) == [2] * 50000\ncheck(f)\n"
+    )
     assert result.status == "failed"
     assert len(result.message) <= MESSAGE_CAP
     assert "..." in result.message and "got:      [0, 1, 2" in result.message
@@ -171,7 +176,9 @@ def test_a_value_with_its_own_methods_gets_a_message_saying_why(ex: Any) -> None
     code = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef f(x):\n    return Always()\n"
     result = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
     assert result.status == "failed"
-    assert result.message.startswith("`f` returned an object of type `Always`: only plain data reaches the judge"), result.message
+    assert result.message.startswith("`f` returned an object of type `Always`: only plain data reaches the judge"), (
+        result.message
+    )
 
 
 def test_builtin_subclass_is_named_as_such(ex: Any) -> None:

@@ -7,18 +7,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 from humanevalfix.cli import main
-from humanevalfix.sandbox.executor import Limits
 from humanevalfix.fixer import Scope, UserTestExecutor, fix_executor, load_tests, load_user_file
 from humanevalfix.fixer.usertests import read_only_paths
+from humanevalfix.sandbox.executor import Limits
+from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, tool_call
 
 from .conftest import KEYS_ENV, REPO_ROOT, clean_env, last_message, run_cli, turn_of
-from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, tool_call
 
 KEY = "sk-test-fix-0000ffff"
 
@@ -45,7 +45,7 @@ def is_iso(text):
 
 FIXED = BUGGY.replace("int(day) + 1", "int(day)")
 
-PYTEST_FILE = '''from dates import format_date, parse_date
+PYTEST_FILE = """from dates import format_date, parse_date
 
 
 def test_parse_date():
@@ -60,7 +60,7 @@ def test_is_iso():
     from dates import is_iso
 
     assert is_iso("2024-01-02") and not is_iso("2024-1-2")
-'''
+"""
 
 
 def parse_date_source(expression: str) -> str:
@@ -103,8 +103,18 @@ def by_turn(answers: Callable[[int], Response]) -> Callable[[Recorded], Response
 
 def model_args(server: ScriptedServer) -> list[str]:
     return [
-        "--base-url", server.base_url, "--model", "scripted-model", "--api-key-env", KEYS_ENV,
-        "--retries", "2", "--request-timeout", "20", "--timeout", "30",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted-model",
+        "--api-key-env",
+        KEYS_ENV,
+        "--retries",
+        "2",
+        "--request-timeout",
+        "20",
+        "--timeout",
+        "30",
     ]
 
 
@@ -123,7 +133,9 @@ def test_pytest_file_fix_prints_the_diff_writes_it_and_keeps_the_original(projec
     answers = {0: parse_date_source("int(day) - 1"), 1: parse_date_source("int(day)")}
     trace = tmp_path / "traces" / "session.json"
     with ScriptedServer(by_turn(lambda turn: tool_call(answers[turn]))) as server:
-        proc = fix_cli(["dates.py", "--tests", "test_dates.py", "--write", "--trace", str(trace), *model_args(server)], project)
+        proc = fix_cli(
+            ["dates.py", "--tests", "test_dates.py", "--write", "--trace", str(trace), *model_args(server)], project
+        )
         requests = server.chat_requests()
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == EXPECTED_DIFF
@@ -144,14 +156,27 @@ def test_pytest_file_fix_prints_the_diff_writes_it_and_keeps_the_original(projec
     assert listing(project) == ["dates.py", "dates.py.orig", "test_dates.py"]
     real = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_dates.py"],
-        cwd=project, capture_output=True, text=True, timeout=120,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env=clean_env(PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"),
     )
     assert real.returncode == 0, real.stdout
     assert "3 passed" in real.stdout
     # The trace has the eval's trace fields, and no key.
     document = json.loads(trace.read_text(encoding="utf-8"))
-    assert set(document) == {"task_id", "sample", "passed", "passed_first", "stop_reason", "tool_mode", "error", "attempts", "messages"}
+    assert set(document) == {
+        "task_id",
+        "sample",
+        "passed",
+        "passed_first",
+        "stop_reason",
+        "tool_mode",
+        "error",
+        "attempts",
+        "messages",
+    }
     assert document["passed"] is True and document["stop_reason"] == "passed"
     assert [a["outcome"] for a in document["attempts"]] == ["failed", "passed"]
     assert KEY not in trace.read_text(encoding="utf-8")
@@ -162,9 +187,23 @@ def test_inline_tests_with_function_print_a_diff_and_leave_the_file_alone(projec
     """The third command of the README, through `python -m src` from the repository root."""
     with ScriptedServer([tool_call(parse_date_source("int(day)"))]) as server:
         proc = subprocess.run(
-            [sys.executable, "-m", "humanevalfix", "fix", str(project / "dates.py"), "--function", "parse_date",
-             "--tests", "assert parse_date('2024-01-02') == (2024, 1, 2)", *model_args(server)],
-            cwd=REPO_ROOT, env=clean_env(**{KEYS_ENV: KEY}), capture_output=True, text=True, timeout=180,
+            [
+                sys.executable,
+                "-m",
+                "humanevalfix",
+                "fix",
+                str(project / "dates.py"),
+                "--function",
+                "parse_date",
+                "--tests",
+                "assert parse_date('2024-01-02') == (2024, 1, 2)",
+                *model_args(server),
+            ],
+            cwd=REPO_ROOT,
+            env=clean_env(**{KEYS_ENV: KEY}),
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         prompt = server.chat_requests()[0].body["messages"][1]["content"]
     assert proc.returncode == 0, proc.stderr
@@ -182,7 +221,9 @@ def test_no_fix_found_leaves_the_file_byte_for_byte(project: Path) -> None:
     before = listing(project)
     wrong = lambda turn: tool_call(parse_date_source(f"int(day) + {turn + 2}"))  # noqa: E731
     with ScriptedServer(by_turn(wrong)) as server:
-        proc = fix_cli(["dates.py", "--tests", "test_dates.py", "--write", "--max-iters", "1", *model_args(server)], project)
+        proc = fix_cli(
+            ["dates.py", "--tests", "test_dates.py", "--write", "--max-iters", "1", *model_args(server)], project
+        )
         calls = len(server.chat_requests())
     assert proc.returncode == 1, proc.stderr
     assert calls == 2
@@ -203,8 +244,19 @@ def test_oracle_style_model_may_change_only_the_named_function(project: Path, tm
     trace = tmp_path / "trace.json"
     with ScriptedServer(by_turn(lambda turn: tool_call(answers[turn]))) as server:
         proc = fix_cli(
-            ["dates.py", "--function", "parse_date", "--tests", "test_dates.py", "--write", "--trace", str(trace),
-             "--feedback", "none", *model_args(server)],
+            [
+                "dates.py",
+                "--function",
+                "parse_date",
+                "--tests",
+                "test_dates.py",
+                "--write",
+                "--trace",
+                str(trace),
+                "--feedback",
+                "none",
+                *model_args(server),
+            ],
             project,
         )
         requests = server.chat_requests()
@@ -231,20 +283,50 @@ def write(root: Path, name: str, text: str) -> str:
 
 BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "missing file": (lambda r: [str(r / "nope.py"), "--tests", "assert True"], "file not found:"),
-    "syntax error": (lambda r: [write(r, "broken.py", "def f(:\n    pass\n"), "--tests", "assert f()"], "broken.py: syntax error at line 1"),
-    "unknown function": (lambda r: [str(r / "dates.py"), "--function", "parse", "--tests", "assert True"], "has no top-level function `parse` (its functions: parse_date, format_date, is_iso)"),
-    "missing tests file": (lambda r: [str(r / "dates.py"), "--tests", "tests/test_nope.py"], "--tests: file not found: tests/test_nope.py"),
-    "tests do not parse": (lambda r: [str(r / "dates.py"), "--tests", "assert parse_date(("], "--tests (inline code): syntax error at line 1"),
-    "tests already pass": (lambda r: [str(r / "dates.py"), "--tests", "assert format_date((2024, 1, 2)) == '2024-01-02'"], "already pass on"),
+    "syntax error": (
+        lambda r: [write(r, "broken.py", "def f(:\n    pass\n"), "--tests", "assert f()"],
+        "broken.py: syntax error at line 1",
+    ),
+    "unknown function": (
+        lambda r: [str(r / "dates.py"), "--function", "parse", "--tests", "assert True"],
+        "has no top-level function `parse` (its functions: parse_date, format_date, is_iso)",
+    ),
+    "missing tests file": (
+        lambda r: [str(r / "dates.py"), "--tests", "tests/test_nope.py"],
+        "--tests: file not found: tests/test_nope.py",
+    ),
+    "tests do not parse": (
+        lambda r: [str(r / "dates.py"), "--tests", "assert parse_date(("],
+        "--tests (inline code): syntax error at line 1",
+    ),
+    "tests already pass": (
+        lambda r: [str(r / "dates.py"), "--tests", "assert format_date((2024, 1, 2)) == '2024-01-02'"],
+        "already pass on",
+    ),
     "tests import a missing module": (
-        lambda r: [str(r / "dates.py"), "--tests", write(r, "test_missing.py", "import not_installed_anywhere\n\n\ndef test_x():\n    assert not_installed_anywhere.f()\n")],
+        lambda r: [
+            str(r / "dates.py"),
+            "--tests",
+            write(
+                r,
+                "test_missing.py",
+                "import not_installed_anywhere\n\n\ndef test_x():\n    assert not_installed_anywhere.f()\n",
+            ),
+        ],
         "import `not_installed_anywhere`, which is not installed",
     ),
     "tests import a missing name": (
-        lambda r: [str(r / "dates.py"), "--tests", write(r, "test_name.py", "from dates import parse_iso\n\n\ndef test_x():\n    assert parse_iso('x')\n")],
+        lambda r: [
+            str(r / "dates.py"),
+            "--tests",
+            write(r, "test_name.py", "from dates import parse_iso\n\n\ndef test_x():\n    assert parse_iso('x')\n"),
+        ],
         "import `parse_iso` from `dates`, but",
     ),
-    "tests use an undefined name": (lambda r: [str(r / "dates.py"), "--tests", "assert parse_dat('2024-01-02') == (2024, 1, 2)"], "use `parse_dat`, which is not defined"),
+    "tests use an undefined name": (
+        lambda r: [str(r / "dates.py"), "--tests", "assert parse_dat('2024-01-02') == (2024, 1, 2)"],
+        "use `parse_dat`, which is not defined",
+    ),
     "sandbox that hides the files": (
         lambda r: [str(r / "dates.py"), "--tests", "assert True", "--sandbox", "restricted"],
         "--sandbox restricted: fix runs pytest and imports your modules",
@@ -257,7 +339,9 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], str]] = {
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-def test_bad_input_exits_2_with_one_clear_message(case: str, project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_input_exits_2_with_one_clear_message(
+    case: str, project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(KEYS_ENV, raising=False)  # nothing may reach a model: there is none
     monkeypatch.setenv("COLUMNS", "1000")  # one line per message, whatever the paths' length
     if case == "backup would be overwritten":
@@ -265,7 +349,20 @@ def test_bad_input_exits_2_with_one_clear_message(case: str, project: Path, caps
     make_args, expected = BAD_INPUTS[case]
     args = make_args(project)
     before = {p: p.read_bytes() for p in project.rglob("*")}
-    code = main(["fix", *args, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env", KEYS_ENV, "--timeout", "30"])
+    code = main(
+        [
+            "fix",
+            *args,
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--api-key-env",
+            KEYS_ENV,
+            "--timeout",
+            "30",
+        ]
+    )
     out, err = capsys.readouterr()
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2, err
@@ -289,7 +386,8 @@ def package(tmp_path: Path) -> Path:
     (pkg / "dates.py").write_text(BUGGY.replace('SEPARATOR = "-"', "from ._sep import SEPARATOR"), encoding="utf-8")
     (root / "tests").mkdir()
     (root / "tests" / "test_cal.py").write_text(
-        "from calendarx import parse_date\n\n\ndef test_parse():\n    assert parse_date('2024-01-02') == (2024, 1, 2)\n", encoding="utf-8"
+        "from calendarx import parse_date\n\n\ndef test_parse():\n    assert parse_date('2024-01-02') == (2024, 1, 2)\n",
+        encoding="utf-8",
     )
     return root
 
@@ -328,15 +426,21 @@ def test_candidate_is_imported_in_place_of_the_file_inside_its_package(
     assert listing(package) == before  # no __pycache__, no .pytest_cache
 
 
-def test_plain_assert_script_reports_the_values(project: Path, executor_for: Callable[[Path, str], UserTestExecutor]) -> None:
-    script = write(project, "check_dates.py", "from dates import parse_date\n\nresult = parse_date('2024-01-02')\nassert result == (2024, 1, 2), result\nprint('checked')\n")
+def test_plain_assert_script_reports_the_values(
+    project: Path, executor_for: Callable[[Path, str], UserTestExecutor]
+) -> None:
+    script = write(
+        project,
+        "check_dates.py",
+        "from dates import parse_date\n\nresult = parse_date('2024-01-02')\nassert result == (2024, 1, 2), result\nprint('checked')\n",
+    )
     tests = load_tests(script)
     assert tests.kind == "script"
     executor = executor_for(project / "dates.py", script)
     buggy = executor.check(BUGGY)
     assert buggy.result.status == "failed"
     assert "AssertionError: (2024, 1, 3)" in buggy.result.message
-    assert "check_dates.py\", line 4" in buggy.result.message
+    assert 'check_dates.py", line 4' in buggy.result.message
     fixed = executor.check(FIXED)
     assert fixed.passed
     assert "checked" in fixed.result.output  # what the tests printed, apart from the report

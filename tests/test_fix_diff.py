@@ -32,7 +32,9 @@ TABBED = (
     "def circle(r):\n"
     "\treturn math.pi * r * r"
 )
-MODEL_ANSWER = "from typing import *\nfrom collections import *\n\ndef square(x):\n    result = x * x\n    \n    return result\n"
+MODEL_ANSWER = (
+    "from typing import *\nfrom collections import *\n\ndef square(x):\n    result = x * x\n    \n    return result\n"
+)
 
 
 def project_file(tmp_path: Path, name: str, text: str, newline: str) -> Path:
@@ -68,7 +70,9 @@ def apply_both_ways(root: Path, diff: str, expected: dict[str, bytes]) -> None:
     assert {name: (root / name).read_bytes() for name in expected} == expected
     for name, data in originals.items():
         (root / name).write_bytes(data)
-    proc = subprocess.run(["patch", "-p1", "--binary", "-i", "fix.patch"], cwd=root, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["patch", "-p1", "--binary", "-i", "fix.patch"], cwd=root, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {name: (root / name).read_bytes() for name in expected} == expected
 
@@ -80,7 +84,10 @@ def test_the_diff_of_a_sloppy_answer_is_one_line_and_applies(repo: Path, newline
     check = Scope(user_file.source, "geometry.py", "shapes.geometry", "square").check(MODEL_ANSWER)
     assert check.ok, check.message
     diff = project_diff([change_of(user_file, check.code, cwd=repo)])
-    assert changed_lines(diff) == ["-\tresult = x * 2" + newline.rstrip("\n"), "+\tresult = x * x" + newline.rstrip("\n")]
+    assert changed_lines(diff) == [
+        "-\tresult = x * 2" + newline.rstrip("\n"),
+        "+\tresult = x * x" + newline.rstrip("\n"),
+    ]
     assert "typing" not in diff and "collections" not in diff
     assert diff.startswith("--- a/shapes/geometry.py\n+++ b/shapes/geometry.py\n")
     assert '"""The square of x.' in check.code and "# the side times itself" in check.code
@@ -97,7 +104,9 @@ def test_a_multi_file_fix_is_one_diff_that_git_apply_and_patch_take(repo: Path) 
     diff = project_diff([change_of(geometry, new_geometry, cwd=repo), change_of(area, new_area, cwd=repo)])
     assert diff.index("a/shapes/area.py") < diff.index("a/shapes/geometry.py")
     assert len(changed_lines(diff)) == 4
-    apply_both_ways(repo, diff, {"shapes/area.py": area.encode(new_area), "shapes/geometry.py": geometry.encode(new_geometry)})
+    apply_both_ways(
+        repo, diff, {"shapes/area.py": area.encode(new_area), "shapes/geometry.py": geometry.encode(new_geometry)}
+    )
 
 
 def test_an_unchanged_file_adds_nothing_to_the_diff() -> None:
@@ -115,9 +124,13 @@ def test_a_used_name_from_the_prelude_is_imported_by_name_and_the_rest_dropped()
 
 def test_a_change_of_indentation_that_changes_the_code_is_kept() -> None:
     original = "def find(xs, x):\n    for i, y in enumerate(xs):\n        if y == x:\n            pass\n        return i\n    return -1\n"
-    fixed = "def find(xs, x):\n    for i, y in enumerate(xs):\n        if y == x:\n            return i\n    return -1\n"
+    fixed = (
+        "def find(xs, x):\n    for i, y in enumerate(xs):\n        if y == x:\n            return i\n    return -1\n"
+    )
     assert minimal(original, fixed) == fixed
-    moved = original.replace("        return i\n", "    return i\n")  # out of the loop: whitespace only, but not the same code
+    moved = original.replace(
+        "        return i\n", "    return i\n"
+    )  # out of the loop: whitespace only, but not the same code
     assert minimal(original, moved) == moved
 
 
@@ -128,6 +141,8 @@ def test_whitespace_only_hunks_and_trailing_spaces_go_back() -> None:
 
 
 def test_a_docstring_the_model_rewrote_or_added_is_the_originals() -> None:
-    original = 'def f(x):\n    """Add one.\n\n    >>> f(1)\n    2\n    """\n    return x + 2\n\n\ndef g():\n    return 1\n'
+    original = (
+        'def f(x):\n    """Add one.\n\n    >>> f(1)\n    2\n    """\n    return x + 2\n\n\ndef g():\n    return 1\n'
+    )
     rewritten = 'def f(x):\n    """Adds one."""\n    return x + 1\n\n\ndef g():\n    """New."""\n    return 1\n'
     assert minimal(original, rewritten) == original.replace("x + 2", "x + 1")

@@ -5,12 +5,24 @@ the scopes planned from the ranking, and what a method scope accepts and splices
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from humanevalfix.fixer import FailedTest, Frame, Localizer, RunReport, Scope, Stage, UserTestExecutor, fix_executor, load_tests, load_user_file, plan
+from humanevalfix.fixer import (
+    FailedTest,
+    Frame,
+    Localizer,
+    RunReport,
+    Scope,
+    Stage,
+    UserTestExecutor,
+    fix_executor,
+    load_tests,
+    load_user_file,
+    plan,
+)
 from humanevalfix.fixer.failures import describe
 from humanevalfix.fixer.usertests import read_only_paths
 from humanevalfix.sandbox.executor import ExecResult, Limits
@@ -30,7 +42,7 @@ def mean(xs):
     return _total(xs) / len(xs)
 '''
 
-RAISING_HELPER = '''def _last(xs):
+RAISING_HELPER = """def _last(xs):
     return xs[len(xs)]
 
 
@@ -40,7 +52,7 @@ def spread(xs):
 
 def count(xs):
     return len(xs)
-'''
+"""
 
 METHOD_BUG = '''class Acc:
     def __init__(self):
@@ -74,7 +86,9 @@ def baseline(tmp_path: Path) -> Iterator[Baseline]:
             (tmp_path / tests_name).write_text(tests_source, encoding="utf-8")
             tests = str(tmp_path / tests_name)
         user_file, user_tests = load_user_file(str(tmp_path / name)), load_tests(tests)
-        executor = UserTestExecutor(fix_executor("auto", Limits(timeout_s=30), read_only_paths(user_file, user_tests)), user_file, user_tests)
+        executor = UserTestExecutor(
+            fix_executor("auto", Limits(timeout_s=30), read_only_paths(user_file, user_tests)), user_file, user_tests
+        )
         made.append(executor)
         report = executor.check(user_file.source)
         assert report.result.status == "failed", report.result.message
@@ -86,7 +100,11 @@ def baseline(tmp_path: Path) -> Iterator[Baseline]:
 
 
 def test_the_bug_in_a_helper_ranks_the_tested_function_first_then_the_helper_it_calls(baseline: Baseline) -> None:
-    localizer, report = baseline("stats.py", HELPER_BUG, "test_stats.py\nfrom stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n")
+    localizer, report = baseline(
+        "stats.py",
+        HELPER_BUG,
+        "test_stats.py\nfrom stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n",
+    )
     # The driver's data: the assert failed in the test (no frame in stats.py), 1.666... against 2.
     (failure,) = report.failures
     assert failure.test == "test_stats.py::test_mean" and failure.function == "test_mean"
@@ -117,7 +135,9 @@ def test_an_exception_ranks_the_function_it_is_raised_in_first_then_the_one_the_
     suspects = localizer.rank(report)
     assert [s.name for s in suspects] == ["_last", "spread"]  # `count` is not pointed to
     assert suspects[0].why == "the IndexError is raised in it at stats.py:2"
-    assert suspects[1].why == "the traceback passes through it; the failing test test_spread calls it at test_spread.py:9"
+    assert (
+        suspects[1].why == "the traceback passes through it; the failing test test_spread calls it at test_spread.py:9"
+    )
     assert describe(failure, localizer.tests, localizer.user_file.source, "stats.py") == (
         "IndexError: list index out of range\n"
         "  in the test: assert spread([3, 1, 2]) == 2 (test_spread.py line 9, in test_spread)\n"
@@ -126,11 +146,16 @@ def test_an_exception_ranks_the_function_it_is_raised_in_first_then_the_one_the_
 
 
 def test_a_method_is_ranked_by_its_class_and_name(baseline: Baseline) -> None:
-    tests = "test_acc.py\nfrom calc import Acc\n\n\ndef test_mean():\n    acc = Acc().add(2)\n    assert acc.mean() == 2\n"
+    tests = (
+        "test_acc.py\nfrom calc import Acc\n\n\ndef test_mean():\n    acc = Acc().add(2)\n    assert acc.mean() == 2\n"
+    )
     localizer, report = baseline("calc.py", METHOD_BUG, tests)
     suspects = localizer.rank(report)
     assert suspects[0].name == "Acc.mean"
-    assert suspects[0].why == "the ZeroDivisionError is raised in it at calc.py:11; the failing test test_mean calls it at test_acc.py:6"
+    assert (
+        suspects[0].why
+        == "the ZeroDivisionError is raised in it at calc.py:11; the failing test test_mean calls it at test_acc.py:6"
+    )
     # The test's other calls and the method's helper come after it.
     assert {s.name for s in suspects[1:]} == {"Acc.__init__", "Acc.add", "_total"}
     assert plan(suspects, 6, "calc.py")[0] == Stage("Acc.mean", 4, suspects[0].why)
@@ -141,7 +166,9 @@ def test_a_failure_with_nothing_in_the_file_leaves_the_whole_file_in_scope(basel
     localizer, report = baseline("stats.py", HELPER_BUG, tests)
     assert report.failures and report.failures[0].frames == (Frame("tests", 6, "test_mean"),)
     assert localizer.rank(report) == []
-    assert plan([], 6, "stats.py") == [Stage(None, 6, "no failing test's traceback or failing line reaches a function of stats.py")]
+    assert plan([], 6, "stats.py") == [
+        Stage(None, 6, "no failing test's traceback or failing line reaches a function of stats.py")
+    ]
 
 
 def test_inline_and_script_tests_report_the_values_too(baseline: Baseline, tmp_path: Path) -> None:
@@ -151,32 +178,62 @@ def test_inline_and_script_tests_report_the_values_too(baseline: Baseline, tmp_p
     assert failure.compare == ("==", "1.6666666666666667", "2")
     assert localizer.rank(report)[0].why == "the failing line 2 of the inline tests calls it"
     told = describe(failure, localizer.tests, localizer.user_file.source, "stats.py")
-    assert told is not None and told.startswith("Test failed (test line 2):\nassert mean([1, 2, 3]) == 2\n  call:     mean([1, 2, 3])\n  expected: 2")
+    assert told is not None and told.startswith(
+        "Test failed (test line 2):\nassert mean([1, 2, 3]) == 2\n  call:     mean([1, 2, 3])\n  expected: 2"
+    )
     # A script file: named by its file; a comparison other than == says what was false.
-    localizer, report = baseline("stats.py", HELPER_BUG, "check_stats.py\nfrom stats import mean\n\nassert mean([2, 4]) > 2.5\n")
+    localizer, report = baseline(
+        "stats.py", HELPER_BUG, "check_stats.py\nfrom stats import mean\n\nassert mean([2, 4]) > 2.5\n"
+    )
     told = describe(report.failures[0], localizer.tests, localizer.user_file.source, "stats.py")
-    assert told == "Test failed (check_stats.py line 3):\nassert mean([2, 4]) > 2.5\n  call:     mean([2, 4])\n  mean([2, 4]) = 2.0\n  but `2.0 > 2.5` is false"
+    assert (
+        told
+        == "Test failed (check_stats.py line 3):\nassert mean([2, 4]) > 2.5\n  call:     mean([2, 4])\n  mean([2, 4]) = 2.0\n  but `2.0 > 2.5` is false"
+    )
     assert localizer.rank(report)[0].why == "the failing line check_stats.py:3 calls it"
 
 
 def test_a_truth_assert_shows_pytests_explanation() -> None:
-    failure = FailedTest("t.py::test_iso", "test_iso", "AssertionError", "assert False\n +  where False = is_iso('2024-1-2')", (Frame("tests", 2, "test_iso"),))
+    failure = FailedTest(
+        "t.py::test_iso",
+        "test_iso",
+        "AssertionError",
+        "assert False\n +  where False = is_iso('2024-1-2')",
+        (Frame("tests", 2, "test_iso"),),
+    )
     tests = load_tests("assert True\nassert is_iso('2024-1-2')\n")
-    assert describe(failure, tests, "", "dates.py") == "Test failed (test line 2, in test_iso):\nassert is_iso('2024-1-2')\n  assert False\n   +  where False = is_iso('2024-1-2')"
-    assert describe(FailedTest(None, None, "RuntimeError", "x", ()), tests, "", "dates.py") is None  # nothing to point at
+    assert (
+        describe(failure, tests, "", "dates.py")
+        == "Test failed (test line 2, in test_iso):\nassert is_iso('2024-1-2')\n  assert False\n   +  where False = is_iso('2024-1-2')"
+    )
+    assert (
+        describe(FailedTest(None, None, "RuntimeError", "x", ()), tests, "", "dates.py") is None
+    )  # nothing to point at
 
 
 @pytest.mark.parametrize(
     ("budget", "expected"),
-    [(1, [("a", 1)]), (3, [("a", 3)]), (5, [("a", 5)]), (6, [("a", 4), ("b", 2)]), (9, [("a", 6), ("b", 3)]), (12, [("a", 8), ("b", 2), (None, 2)]), (14, [("a", 10), ("b", 2), (None, 2)])],
+    [
+        (1, [("a", 1)]),
+        (3, [("a", 3)]),
+        (5, [("a", 5)]),
+        (6, [("a", 4), ("b", 2)]),
+        (9, [("a", 6), ("b", 3)]),
+        (12, [("a", 8), ("b", 2), (None, 2)]),
+        (14, [("a", 10), ("b", 2), (None, 2)]),
+    ],
 )
-def test_the_first_suspect_gets_two_thirds_of_the_turns_the_others_two_at_least(budget: int, expected: list[tuple[str | None, int]]) -> None:
+def test_the_first_suspect_gets_two_thirds_of_the_turns_the_others_two_at_least(
+    budget: int, expected: list[tuple[str | None, int]]
+) -> None:
     from humanevalfix.fixer import Suspect
 
     suspects = [Suspect("a", 5, ["x"]), Suspect("b", 1, ["y"]), Suspect("c", 1, ["z"])]
     assert [(s.function, s.turns) for s in plan(suspects, budget, "m.py")] == expected
     # One suspect: the whole file after it; none: the whole file from the start.
-    assert [(s.function, s.turns) for s in plan(suspects[:1], budget, "m.py")] == [("a", expected[0][1])] + ([(None, budget - expected[0][1])] if budget > 5 else [])
+    assert [(s.function, s.turns) for s in plan(suspects[:1], budget, "m.py")] == [("a", expected[0][1])] + (
+        [(None, budget - expected[0][1])] if budget > 5 else []
+    )
     assert [(s.function, s.turns) for s in plan([], budget, "m.py")] == [(None, budget)]
 
 
@@ -194,7 +251,9 @@ def test_a_method_comes_back_alone_or_in_its_class_and_only_it_is_spliced_in() -
     assert alone.ok and alone.code == METHOD_FIXED, alone.message
     indented = scope.check("    def mean(self):\n" + body)  # as it sits in the class
     assert indented.ok and indented.code == METHOD_FIXED
-    whole_class = scope.check("import math\n\n\n" + METHOD_FIXED + '\n\nif __name__ == "__main__":\n    print(Acc().add(1).mean())\n')
+    whole_class = scope.check(
+        "import math\n\n\n" + METHOD_FIXED + '\n\nif __name__ == "__main__":\n    print(Acc().add(1).mean())\n'
+    )
     assert whole_class.ok and whole_class.code == METHOD_FIXED  # neither the unused import nor the main block
     other = scope.check(METHOD_FIXED.replace("self.items.append(x)", "self.items += [x]"))
     assert not other.ok and "Only `Acc.mean` may change, but your code also changes `Acc.add`" in other.message
@@ -219,8 +278,16 @@ def test_a_failure_is_told_for_the_function_in_scope() -> None:
     """Of several failures, the model is told of the first that points to the function it fixes."""
     user_file_source = RAISING_HELPER
     tests = load_tests("assert count([]) == 1\nassert spread([3, 1]) == 2\n")
-    first = FailedTest(None, None, "AssertionError", "assert 0 == 1", (Frame("tests", 1, "<module>"),), ("==", "0", "1"))
-    second = FailedTest(None, None, "IndexError", "list index out of range", (Frame("tests", 2, "<module>"), Frame("file", 6, "spread"), Frame("file", 2, "_last")))
+    first = FailedTest(
+        None, None, "AssertionError", "assert 0 == 1", (Frame("tests", 1, "<module>"),), ("==", "0", "1")
+    )
+    second = FailedTest(
+        None,
+        None,
+        "IndexError",
+        "list index out of range",
+        (Frame("tests", 2, "<module>"), Frame("file", 6, "spread"), Frame("file", 2, "_last")),
+    )
     report = RunReport(ExecResult("failed", "", "", 0.0, 1), failures=(first, second))
 
     class _File:  # what Localizer reads of the user's file

@@ -46,8 +46,21 @@ def shapes(tmp_path: Path) -> Path:
 def fix(server: ScriptedServer, *args: str) -> int:
     return main(
         [
-            "fix", *args, "--text-tools", "--base-url", server.base_url, "--model", "scripted-model",
-            "--api-key-env", KEYS_ENV, "--retries", "1", "--request-timeout", "20", "--timeout", "60",
+            "fix",
+            *args,
+            "--text-tools",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted-model",
+            "--api-key-env",
+            KEYS_ENV,
+            "--retries",
+            "1",
+            "--request-timeout",
+            "20",
+            "--timeout",
+            "60",
         ]
     )
 
@@ -94,7 +107,10 @@ def test_a_model_that_rewrites_the_caller_gets_the_callers_scope_only_after_the_
         code = fix(server, "--tests", "test_area.py", "--max-iters", "5")  # 4 turns for square, 2 for square_area
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert [line.split(" (")[0] for line in scope_lines(err)] == ["scope: square in shapes/geometry.py", "widening the scope to square_area in shapes/area.py"]
+    assert [line.split(" (")[0] for line in scope_lines(err)] == [
+        "scope: square in shapes/geometry.py",
+        "widening the scope to square_area in shapes/area.py",
+    ]
     assert out.startswith("--- a/shapes/area.py\n+++ b/shapes/area.py\n")
 
 
@@ -105,7 +121,10 @@ def test_function_without_file_picks_that_function_among_the_suspects(
     monkeypatch.chdir(shapes)
     with ScriptedServer([fenced("def square(x):\n    return x * x\n")]) as server:
         assert fix(server, "--tests", "test_area.py", "--function", "cube") == 2
-    assert "--function cube: no function of that name ran in the failing tests (those that did: square, square_area)" in capsys.readouterr().err
+    assert (
+        "--function cube: no function of that name ran in the failing tests (those that did: square, square_area)"
+        in capsys.readouterr().err
+    )
 
 
 def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_file(
@@ -117,7 +136,9 @@ def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_fil
         code = fix(server, "shapes/geometry.py", "--tests", "test_area.py")
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert scope_lines(err) == ["scope: square in shapes/geometry.py (it ran during the failing test, called by `square_area`)"]
+    assert scope_lines(err) == [
+        "scope: square in shapes/geometry.py (it ran during the failing test, called by `square_area`)"
+    ]
     assert out.startswith("--- a/shapes/geometry.py\n")
 
 
@@ -143,11 +164,24 @@ def test_a_function_counts_once_however_many_of_its_comprehensions_ran(tmp_path:
     from humanevalfix.sandbox.executor import ExecResult
 
     module = tmp_path / "cyclic.py"
-    module.write_text("def encode(s):\n    return [c for c in s]\n\n\ndef decode(s):\n    return encode(s)[::-1]\n", encoding="utf-8")
-    (tmp_path / "test_cyclic.py").write_text("from cyclic import decode\n\n\ndef test_decode():\n    assert decode('ab') == ['a', 'b']\n", encoding="utf-8")
+    module.write_text(
+        "def encode(s):\n    return [c for c in s]\n\n\ndef decode(s):\n    return encode(s)[::-1]\n", encoding="utf-8"
+    )
+    (tmp_path / "test_cyclic.py").write_text(
+        "from cyclic import decode\n\n\ndef test_decode():\n    assert decode('ab') == ['a', 'b']\n", encoding="utf-8"
+    )
     user_file, tests = load_user_file(str(module)), load_tests(str(tmp_path / "test_cyclic.py"))
-    failure = FailedTest("test_cyclic.py::test_decode", "test_decode", "AssertionError", "", (Frame("tests", 5, "test_decode"),), ("==", "['b', 'a']", "['a', 'b']"))
-    ran = (Ran(module, "decode", 5), Ran(module, "encode", 1, module, "decode")) + tuple(Ran(module, "encode.<locals>.<listcomp>", 2, module, "encode") for _ in range(3))
+    failure = FailedTest(
+        "test_cyclic.py::test_decode",
+        "test_decode",
+        "AssertionError",
+        "",
+        (Frame("tests", 5, "test_decode"),),
+        ("==", "['b', 'a']", "['a', 'b']"),
+    )
+    ran = (Ran(module, "decode", 5), Ran(module, "encode", 1, module, "decode")) + tuple(
+        Ran(module, "encode.<locals>.<listcomp>", 2, module, "encode") for _ in range(3)
+    )
     report = RunReport(ExecResult("failed", "", "", 0.0, 1), failures=(failure,), ran=ran)
     ranked = ProjectLocalizer(tests, tmp_path, user_file, only=module).rank(report)
     assert [(s.name, s.score) for s in ranked] == [("decode", 6), ("encode", 3)]

@@ -41,7 +41,7 @@ def spread(xs):
 MEAN_BUGGY = 'def mean(xs):\n    """The arithmetic mean of xs."""\n    return sum(xs) / (len(xs) + 1)\n'
 MEAN_FIXED = 'def mean(xs):\n    """The arithmetic mean of xs."""\n    return sum(xs) / len(xs)\n'
 
-TESTS = '''from stats import mean, spread
+TESTS = """from stats import mean, spread
 
 
 def test_mean():
@@ -50,7 +50,7 @@ def test_mean():
 
 def test_spread():
     assert spread([3, 1, 2]) == 2
-'''
+"""
 
 # The model's last answer: the fix, with the user's test file pasted after it.
 FIX_WITH_PASTED_TESTS = "import pytest\n\n" + MEAN_FIXED + "\n\n" + TESTS
@@ -75,9 +75,26 @@ def project(tmp_path: Path) -> Path:
 def run_fix(project: Path, server: ScriptedServer, *extra: str) -> int:
     return main(
         [
-            "fix", str(project / "stats.py"), "--tests", str(project / "test_stats.py"), "--text-tools",
-            "--base-url", server.base_url, "--model", "scripted-model", "--api-key-env", KEYS_ENV,
-            "--retries", "1", "--request-timeout", "20", "--timeout", "60", "--max-iters", "5", *extra,
+            "fix",
+            str(project / "stats.py"),
+            "--tests",
+            str(project / "test_stats.py"),
+            "--text-tools",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted-model",
+            "--api-key-env",
+            KEYS_ENV,
+            "--retries",
+            "1",
+            "--request-timeout",
+            "20",
+            "--timeout",
+            "60",
+            "--max-iters",
+            "5",
+            *extra,
         ]
     )
 
@@ -185,7 +202,11 @@ def test_the_request_names_the_scope(tmp_path: Path) -> None:
 
 def test_pasted_test_code_is_dropped_and_the_files_own_names_are_not() -> None:
     scope = Scope(STATS, "stats.py", "stats")
-    pasted = scope.check("from stats import mean\nimport pytest\n\n\n" + MEAN_FIXED + "\n\nclass TestMean:\n    pass\n\n\ndef check(f):\n    assert f([2]) == 2\n")
+    pasted = scope.check(
+        "from stats import mean\nimport pytest\n\n\n"
+        + MEAN_FIXED
+        + "\n\nclass TestMean:\n    pass\n\n\ndef check(f):\n    assert f([2]) == 2\n"
+    )
     assert pasted.ok, pasted.message
     assert pasted.code == STATS.replace("(len(xs) + 1)", "len(xs)")
     only_tests = scope.check(TESTS)

@@ -17,8 +17,8 @@ import pytest
 
 from humanevalfix.errors import UserError
 from humanevalfix.fixer.command import fix_executor
-from humanevalfix.fixer.usertests import load_tests, project_root, read_only_paths
 from humanevalfix.fixer.userfile import load_user_file
+from humanevalfix.fixer.usertests import load_tests, project_root, read_only_paths
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.jail import JAIL_WORK, Jail, bind_problem, bwrap_argv, probe
 from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
@@ -37,8 +37,20 @@ def bwrap_works() -> None:
 
 
 def model_args(server: ScriptedServer) -> list[str]:
-    return ["--base-url", server.base_url, "--model", "scripted-model", "--api-key-env", KEYS_ENV,
-            "--retries", "2", "--request-timeout", "20", "--timeout", "30"]
+    return [
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted-model",
+        "--api-key-env",
+        KEYS_ENV,
+        "--retries",
+        "2",
+        "--request-timeout",
+        "20",
+        "--timeout",
+        "30",
+    ]
 
 
 def fix_cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -47,7 +59,11 @@ def fix_cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProce
 
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` with its bytes (git's own files left out)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.parts
+    }
 
 
 def git_init(root: Path) -> bool:
@@ -112,8 +128,14 @@ def attacked(tmp_path: Path) -> dict[str, Path]:
 
 def attack(paths: dict[str, Path]) -> tuple[str, list[Path]]:
     project, home, tmp = paths["project"], paths["home"], paths["tmp"]
-    files = [project / "pwned.txt", project / "src" / "pwned.txt", project / "new" / "pwned.txt",
-             home / "pwned.txt", home / ".config" / "pwned.txt", tmp / "pwned-beside.txt"]
+    files = [
+        project / "pwned.txt",
+        project / "src" / "pwned.txt",
+        project / "new" / "pwned.txt",
+        home / "pwned.txt",
+        home / ".config" / "pwned.txt",
+        tmp / "pwned-beside.txt",
+    ]
     shell = [project / "pwned-sh.txt", home / "pwned-sh.txt"]
     return attacking_candidate(files, home / ".bashrc", shell), files + shell
 
@@ -121,12 +143,17 @@ def attack(paths: dict[str, Path]) -> tuple[str, list[Path]]:
 def run_attack(paths: dict[str, Path], *sandbox: str) -> subprocess.CompletedProcess[str]:
     code, _targets = attack(paths)
     with ScriptedServer([tool_call(code)]) as server:
-        return fix_cli(["src/stats.py", "--tests", "tests/test_stats.py", *sandbox, *model_args(server)],
-                       paths["project"], HOME=str(paths["home"]))
+        return fix_cli(
+            ["src/stats.py", "--tests", "tests/test_stats.py", *sandbox, *model_args(server)],
+            paths["project"],
+            HOME=str(paths["home"]),
+        )
 
 
 @pytest.mark.parametrize("sandbox", [[], ["--sandbox", "docker"]], ids=["auto", "docker"])
-def test_by_default_a_candidate_cannot_write_into_the_project_or_home(attacked: dict[str, Path], sandbox: list[str]) -> None:
+def test_by_default_a_candidate_cannot_write_into_the_project_or_home(
+    attacked: dict[str, Path], sandbox: list[str]
+) -> None:
     project, home = attacked["project"], attacked["home"]
     before_project, before_home = tree(project), tree(home)
     _code, targets = attack(attacked)
@@ -183,7 +210,9 @@ def package(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("sandbox", [[], ["--sandbox", "bwrap"], ["--sandbox", "docker"]], ids=["auto", "bwrap", "docker"])
+@pytest.mark.parametrize(
+    "sandbox", [[], ["--sandbox", "bwrap"], ["--sandbox", "docker"]], ids=["auto", "bwrap", "docker"]
+)
 def test_a_package_with_conftest_fixtures_is_fixed_inside_the_jail(package: Path, sandbox: list[str]) -> None:
     before = tree(package)
     wrong = "def double_all(values):\n    return [helper(v) for v in values][:-1]\n"
@@ -199,7 +228,9 @@ def test_a_package_with_conftest_fixtures_is_fixed_inside_the_jail(package: Path
     assert "before the fix: failed (1 failed)" in proc.stderr
     feedback = requests[1].body["messages"][-1]["content"]
     assert "[2, 4, 6]" in feedback and "[2, 4]" in feedback, feedback  # expected (from expected.json) and got
-    assert proc.stdout.endswith("-    return [helper(v) for v in values][1:]\n+    return [helper(v) for v in values]\n")
+    assert proc.stdout.endswith(
+        "-    return [helper(v) for v in values][1:]\n+    return [helper(v) for v in values]\n"
+    )
     assert tree(package) == before  # no __pycache__, no .pytest_cache, nothing written
 
 
@@ -212,12 +243,16 @@ def test_when_bwrap_is_missing_auto_falls_back_and_says_so(package: Path, tmp_pa
         assert found is not None, f"{tool} is needed by this test"
         (bin_dir / tool).symlink_to(found)
     with ScriptedServer([tool_call(CORE_FIX)]) as server:
-        proc = fix_cli(["pkg/core.py", "--tests", "tests/test_core.py", *model_args(server)], package, PATH=str(bin_dir))
+        proc = fix_cli(
+            ["pkg/core.py", "--tests", "tests/test_core.py", *model_args(server)], package, PATH=str(bin_dir)
+        )
     assert proc.returncode == 0, proc.stderr
     assert sandbox_line(proc.stderr).startswith("sandbox: unshare (")
     warning = " ".join(proc.stderr.split("warning: ", 1)[1].split())
     # The words of eval's `auto` (one choice, sandbox.factory), with fix's advice after them.
-    assert warning.startswith("--sandbox auto: no file-system isolation (bwrap is not installed): candidates run under unshare and can write wherever this user can"), proc.stderr
+    assert warning.startswith(
+        "--sandbox auto: no file-system isolation (bwrap is not installed): candidates run under unshare and can write wherever this user can"
+    ), proc.stderr
     assert "(install bubblewrap, or run fix in a tree you can restore)" in warning, proc.stderr
 
 
@@ -231,14 +266,19 @@ def test_the_project_root_is_the_git_top_level_else_the_import_root(tmp_path: Pa
     (repo / "lib" / "pkg" / "mod.py").write_text("def f():\n    return 1\n", encoding="utf-8")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "test_mod.py").write_text("from pkg.mod import f\n\n\ndef test_f():\n    assert f() == 2\n", encoding="utf-8")
+    (elsewhere / "test_mod.py").write_text(
+        "from pkg.mod import f\n\n\ndef test_f():\n    assert f() == 2\n", encoding="utf-8"
+    )
     user_file = load_user_file(str(repo / "lib" / "pkg" / "mod.py"))
     tests = load_tests(str(elsewhere / "test_mod.py"))
     # Not a work tree (tmp_path is outside any): the folder the module is imported from.
     assert sorted(read_only_paths(user_file, tests)) == [elsewhere.resolve(), (repo / "lib").resolve()]
     if git_init(repo):
         assert project_root(repo / "lib" / "pkg") == repo.resolve()
-        assert sorted(read_only_paths(user_file, tests)) == [elsewhere.resolve(), repo.resolve()]  # lib/ is inside repo/
+        assert sorted(read_only_paths(user_file, tests)) == [
+            elsewhere.resolve(),
+            repo.resolve(),
+        ]  # lib/ is inside repo/
     else:
         assert project_root(repo / "lib" / "pkg") is None
 
@@ -246,7 +286,9 @@ def test_the_project_root_is_the_git_top_level_else_the_import_root(tmp_path: Pa
 def test_mounts_come_after_the_mounts_above_them() -> None:
     """bwrap mounts in order: /tmp's tmpfs must not hide an interpreter or a project under /tmp,
     and a project must not hide a virtual environment inside it."""
-    jail = Jail("bwrap", python_roots=("/tmp/venvs/py", "/opt/proj/.venv"), ro_binds=(Path("/opt/proj"), Path("/tmp/a/proj")))
+    jail = Jail(
+        "bwrap", python_roots=("/tmp/venvs/py", "/opt/proj/.venv"), ro_binds=(Path("/opt/proj"), Path("/tmp/a/proj"))
+    )
     argv = bwrap_argv(jail, as_pid_1=True)
     where: dict[str, int] = {}  # mount point -> position in the command line
     for i, arg in enumerate(argv):

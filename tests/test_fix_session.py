@@ -55,9 +55,24 @@ def project(tmp_path: Path) -> Path:
 def fix(project: Path, server: ScriptedServer, *extra: str) -> int:
     return main(
         [
-            "fix", str(project / "stats.py"), "--tests", str(project / "test_stats.py"), "--text-tools",
-            "--base-url", server.base_url, "--model", "scripted-model", "--api-key-env", KEYS_ENV,
-            "--retries", "1", "--request-timeout", "20", "--timeout", "60", *extra,
+            "fix",
+            str(project / "stats.py"),
+            "--tests",
+            str(project / "test_stats.py"),
+            "--text-tools",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted-model",
+            "--api-key-env",
+            KEYS_ENV,
+            "--retries",
+            "1",
+            "--request-timeout",
+            "20",
+            "--timeout",
+            "60",
+            *extra,
         ]
     )
 
@@ -72,7 +87,9 @@ def task_prompt(request: Any) -> str:
     return request.body["messages"][1]["content"]
 
 
-def test_the_tested_function_first_then_the_helper_it_calls(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_tested_function_first_then_the_helper_it_calls(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY)
     (project / "stats.py").write_text(HELPER_BUG, encoding="utf-8")
     wrong_mean = fenced(mean_source("_total(xs) / (len(xs) - 1)"))
@@ -101,16 +118,35 @@ def test_the_tested_function_first_then_the_helper_it_calls(project: Path, tmp_p
     # As on the benchmark: the function named with its docstring, how it fails (call, expected,
     # got), then rewritten from its docstring in the second half of its turns.
     first = task_prompt(requests[0])
-    assert first.startswith("Fix the bug in `mean`.\n\nWhat it should do:\nArithmetic mean of a non-empty list.\n\nChange only the function `mean`")
-    assert "Run as it is now, the function fails:\nTest failed (test_stats.py line 5, in test_mean):\nassert mean([1, 2, 3]) == 2\n  call:     mean([1, 2, 3])\n  expected: 2\n  got:      1.6666666666666667\n" in first
-    assert [task_prompt(r).split(".")[0] for r in requests] == ["Fix the bug in `mean`", "Fix the bug in `mean`", "Write the function `mean`", "Write the function `mean`", "Fix the bug in `_total`"]
+    assert first.startswith(
+        "Fix the bug in `mean`.\n\nWhat it should do:\nArithmetic mean of a non-empty list.\n\nChange only the function `mean`"
+    )
+    assert (
+        "Run as it is now, the function fails:\nTest failed (test_stats.py line 5, in test_mean):\nassert mean([1, 2, 3]) == 2\n  call:     mean([1, 2, 3])\n  expected: 2\n  got:      1.6666666666666667\n"
+        in first
+    )
+    assert [task_prompt(r).split(".")[0] for r in requests] == [
+        "Fix the bug in `mean`",
+        "Fix the bug in `mean`",
+        "Write the function `mean`",
+        "Write the function `mean`",
+        "Fix the bug in `_total`",
+    ]
     assert task_prompt(requests[4]).startswith("Fix the bug in `_total`.\n\nChange only the function `_total`")
     assert "\n-    for x in xs[1:]:\n+    for x in xs:\n" in out
     attempts = json.loads(trace.read_text(encoding="utf-8"))["attempts"]
-    assert [(a["turn"], a["scope"], a["outcome"]) for a in attempts] == [(0, "mean", "failed"), (1, "mean", "repeat"), (2, "mean", "no_code"), (3, "mean", "failed"), (4, "_total", "passed")]
+    assert [(a["turn"], a["scope"], a["outcome"]) for a in attempts] == [
+        (0, "mean", "failed"),
+        (1, "mean", "repeat"),
+        (2, "mean", "no_code"),
+        (3, "mean", "failed"),
+        (4, "_total", "passed"),
+    ]
 
 
-def test_the_whole_file_last_and_a_line_for_every_turn(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_whole_file_last_and_a_line_for_every_turn(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY)
     (project / "stats.py").write_text(CONSTANT_BUG, encoding="utf-8")
     replies = [
@@ -128,7 +164,9 @@ def test_the_whole_file_last_and_a_line_for_every_turn(project: Path, monkeypatc
     out, err = capsys.readouterr()
     assert code == 0, err
     lines = progress(err)
-    failed = [line for turn in range(3, 7) for line in (f"turn {turn}: asking scripted-model", "  tests: failed (1 failed)")]
+    failed = [
+        line for turn in range(3, 7) for line in (f"turn {turn}: asking scripted-model", "  tests: failed (1 failed)")
+    ]
     assert lines == [
         "scope: mean in stats.py (the failing test test_mean calls it at test_stats.py:5)",
         "turn 1: asking scripted-model",
@@ -154,10 +192,14 @@ def test_the_whole_file_last_and_a_line_for_every_turn(project: Path, monkeypatc
     assert (project / "stats.py").read_text(encoding="utf-8") == CONSTANT_BUG
 
 
-def test_no_fix_in_any_scope_leaves_the_file_and_says_the_last_failure(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_fix_in_any_scope_leaves_the_file_and_says_the_last_failure(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY)
     (project / "stats.py").write_text(HELPER_BUG, encoding="utf-8")
-    wrong = [fenced(mean_source(f"_total(xs) / (len(xs) - {n})")) for n in (1, 2, 3, 4)] + [fenced(f"def _total(xs):\n    return sum(xs) + {n}\n") for n in (1, 2)]
+    wrong = [fenced(mean_source(f"_total(xs) / (len(xs) - {n})")) for n in (1, 2, 3, 4)] + [
+        fenced(f"def _total(xs):\n    return sum(xs) + {n}\n") for n in (1, 2)
+    ]
     with ScriptedServer(wrong) as server:
         code = fix(project, server, "--write")  # 6 turns: 4 for mean, 2 for _total
     out, err = capsys.readouterr()
@@ -168,14 +210,16 @@ def test_no_fix_in_any_scope_leaves_the_file_and_says_the_last_failure(project: 
     assert (project / "stats.py").read_text(encoding="utf-8") == HELPER_BUG and not (project / "stats.py.orig").exists()
 
 
-MEAN_BUG = 'def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n'
+MEAN_BUG = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n"
 
 
 def git(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=60, check=True)
 
 
-def test_the_diff_applies_with_git_apply_and_patch_p1_from_the_top_of_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_diff_applies_with_git_apply_and_patch_p1_from_the_top_of_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY)
     repo = tmp_path / "repo"
     (repo / "lib").mkdir(parents=True)
@@ -186,8 +230,23 @@ def test_the_diff_applies_with_git_apply_and_patch_p1_from_the_top_of_the_reposi
     monkeypatch.chdir(repo / "tests")  # run from a subfolder, the file given relative to it
     with ScriptedServer([fenced("def mean(xs):\n    return sum(xs) / len(xs)\n")]) as server:
         code = main(
-            ["fix", "../lib/stats.py", "--tests", "test_stats.py", "--text-tools", "--base-url", server.base_url, "--model", "m",
-             "--api-key-env", KEYS_ENV, "--retries", "1", "--timeout", "60"]
+            [
+                "fix",
+                "../lib/stats.py",
+                "--tests",
+                "test_stats.py",
+                "--text-tools",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--api-key-env",
+                KEYS_ENV,
+                "--retries",
+                "1",
+                "--timeout",
+                "60",
+            ]
         )
     diff, err = capsys.readouterr()
     assert code == 0, err
@@ -219,9 +278,27 @@ def test_verbose_output_keeps_stdout_to_the_diff(project: Path) -> None:
     (project / "stats.py").write_text(MEAN_BUG, encoding="utf-8")
     with ScriptedServer([fenced("def mean(xs):\n    return sum(xs) / len(xs)\n")]) as server:
         proc = run_cli(
-            ["fix", "stats.py", "--tests", "test_stats.py", "-v", "--text-tools", "--base-url", server.base_url, "--model", "m",
-             "--api-key-env", KEYS_ENV, "--retries", "1", "--timeout", "60"],
-            cwd=project, env=clean_env(**{KEYS_ENV: KEY}), timeout=180,
+            [
+                "fix",
+                "stats.py",
+                "--tests",
+                "test_stats.py",
+                "-v",
+                "--text-tools",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--api-key-env",
+                KEYS_ENV,
+                "--retries",
+                "1",
+                "--timeout",
+                "60",
+            ],
+            cwd=project,
+            env=clean_env(**{KEYS_ENV: KEY}),
+            timeout=180,
         )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (

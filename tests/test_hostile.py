@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -43,8 +44,23 @@ def scan_outputs(folder: Path, *console: str) -> list[str]:
 
 
 def cli_args(url: str, dataset: Path, out: Path, *extra: str) -> list[str]:
-    return ["--model", "scripted-model", "--base-url", url, "--dataset-path", str(dataset), "--max-iters", "1",
-            "--sandbox", "process", "--retries", "2", "--out", str(out), *extra]
+    return [
+        "--model",
+        "scripted-model",
+        "--base-url",
+        url,
+        "--dataset-path",
+        str(dataset),
+        "--max-iters",
+        "1",
+        "--sandbox",
+        "process",
+        "--retries",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def canonical_for(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
@@ -80,8 +96,20 @@ def test_an_echoed_key_never_reaches_console_results_stream_or_traces(
 
     out = tmp_path / "run" / "r.json"
     with ScriptedServer(echoing) as server:
-        proc = run_cli(cli_args(server.base_url, tiny_dataset, out, "--traces", str(tmp_path / "run" / "traces"), "-v", "--debug", "--visualize"),
-                       cwd=tmp_path, env=clean_env(LOCAL_API_KEY=KEY))
+        proc = run_cli(
+            cli_args(
+                server.base_url,
+                tiny_dataset,
+                out,
+                "--traces",
+                str(tmp_path / "run" / "traces"),
+                "-v",
+                "--debug",
+                "--visualize",
+            ),
+            cwd=tmp_path,
+            env=clean_env(LOCAL_API_KEY=KEY),
+        )
         assert all(r.api_key == KEY for r in server.chat_requests())  # the key was really in use
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -91,8 +119,11 @@ def test_an_echoed_key_never_reaches_console_results_stream_or_traces(
 
 def test_a_key_that_cannot_go_in_a_header_is_refused_at_load_masked(tmp_path: Path, tiny_dataset: Path) -> None:
     bad = KEY[:20] + "\n" + KEY[20:]
-    proc = run_cli(cli_args("http://127.0.0.1:9/v1", tiny_dataset, tmp_path / "r.json", "--debug"), cwd=tmp_path,
-                   env=clean_env(LOCAL_API_KEY=bad))
+    proc = run_cli(
+        cli_args("http://127.0.0.1:9/v1", tiny_dataset, tmp_path / "r.json", "--debug"),
+        cwd=tmp_path,
+        env=clean_env(LOCAL_API_KEY=bad),
+    )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "LOCAL_API_KEY" in lines[0] and "line break" in lines[0], proc.stderr
@@ -158,18 +189,34 @@ def test_hostile_task_ids_surrogates_and_markup_in_candidates_never_crash_a_run(
         task = by_entry[entry_point_of(rec)]
         turn = turn_of(rec)
         if task.entry_point == "has_close_elements":  # a candidate whose failure message is markup
-            return tool_call(task.canonical_code if turn else f"def {task.entry_point}(*a):\n    raise ValueError('[/bold] [red]')\n")
+            return tool_call(
+                task.canonical_code if turn else f"def {task.entry_point}(*a):\n    raise ValueError('[/bold] [red]')\n"
+            )
         if task.entry_point == "truncate_number":  # a lone surrogate in the code, then in the prose
             if turn == 0:
-                return tool_call("", arguments=json.dumps({"code": f"def {task.entry_point}(x):\n    return '\ud800'\n"}))
-            return completion({"role": "assistant", "content": "prose \ud800 here",
-                               "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "run_code",
-                                               "arguments": json.dumps({"code": task.canonical_code})}}]})
+                return tool_call(
+                    "", arguments=json.dumps({"code": f"def {task.entry_point}(x):\n    return '\ud800'\n"})
+                )
+            return completion(
+                {
+                    "role": "assistant",
+                    "content": "prose \ud800 here",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "run_code", "arguments": json.dumps({"code": task.canonical_code})},
+                        }
+                    ],
+                }
+            )
         return tool_call(task.canonical_code or "")
 
     out = tmp_path / "r.json"
     with ScriptedServer(hostile) as server:
-        proc = run_cli(cli_args(server.base_url, dataset, out, "-v", "--traces", str(tmp_path / "traces")), cwd=tmp_path)
+        proc = run_cli(
+            cli_args(server.base_url, dataset, out, "-v", "--traces", str(tmp_path / "traces")), cwd=tmp_path
+        )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "\x1b[31m" not in proc.stderr and "\x00" not in proc.stderr
     tasks = {t["task_id"]: t for t in results_of(out)["tasks"]}
@@ -187,7 +234,9 @@ def stalled(rec: Recorded) -> Response:
 def test_a_stalled_server_stops_the_run_like_an_unreachable_one(tmp_path: Path, tiny_dataset: Path) -> None:
     started = time.monotonic()
     with ScriptedServer(stalled) as server:
-        proc = run_cli(cli_args(server.base_url, tiny_dataset, tmp_path / "r.json", "--request-timeout", "0.5"), cwd=tmp_path)
+        proc = run_cli(
+            cli_args(server.base_url, tiny_dataset, tmp_path / "r.json", "--request-timeout", "0.5"), cwd=tmp_path
+        )
         calls = len(server.chat_requests())
     took = time.monotonic() - started
     assert proc.returncode == 4, proc.stderr
@@ -201,8 +250,10 @@ def test_with_several_servers_the_stalled_one_cools_down_and_the_others_finish(
     tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
 ) -> None:
     with ScriptedServer(stalled) as slow, ScriptedServer(canonical_for(tiny_tasks)) as good:
-        proc = run_cli(cli_args(f"{slow.base_url},{good.base_url}", tiny_dataset, tmp_path / "r.json", "--request-timeout", "0.5"),
-                       cwd=tmp_path)
+        proc = run_cli(
+            cli_args(f"{slow.base_url},{good.base_url}", tiny_dataset, tmp_path / "r.json", "--request-timeout", "0.5"),
+            cwd=tmp_path,
+        )
         slow_calls = len(slow.chat_requests())
     assert proc.returncode == 0, proc.stderr
     data = results_of(tmp_path / "r.json")
@@ -231,7 +282,9 @@ def test_task_ids_that_sanitize_alike_get_their_own_trace_files(
     assert inside == ["Python/3", "x/1", "x_1"]
 
 
-def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_line(tmp_path: Path, tiny_dataset: Path) -> None:
+def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_line(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
     lines = tiny_dataset.read_text().splitlines()
     row = json.loads(lines[2])
     row["task_id"] = "Python/[/bold]"
@@ -244,7 +297,9 @@ def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_lin
     [line] = [l for l in proc.stderr.splitlines() if l.strip()]
     assert f"{dataset}:3" in line and "lone surrogate" in line and "[/bold]" in line and "Traceback" not in proc.stderr
     proc = run_cli(["validate-dataset", str(dataset), "--sandbox", "process"], cwd=tmp_path)
-    assert proc.returncode == 1 and "[/bold]" in proc.stdout and "lone surrogate" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "[/bold]" in proc.stdout and "lone surrogate" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )
 
 
 def test_a_reply_trickled_byte_by_byte_still_meets_the_whole_reply_deadline() -> None:
@@ -256,8 +311,13 @@ def test_a_reply_trickled_byte_by_byte_still_meets_the_whole_reply_deadline() ->
     slow = tool_call("def f():\n    return 1\n")
     slow.trickle_s = 0.05  # some 300 bytes: 15 s in all, never 0.05 s without a byte
     with ScriptedServer([slow]) as server:
-        model = OpenAIChatModel(provider="compatible", model="scripted-model", base_url=server.base_url,
-                                keys=KeyPool(["x"]), retry=RetryPolicy(attempts=1, timeout_s=1.0))
+        model = OpenAIChatModel(
+            provider="compatible",
+            model="scripted-model",
+            base_url=server.base_url,
+            keys=KeyPool(["x"]),
+            retry=RetryPolicy(attempts=1, timeout_s=1.0),
+        )
         started = time.monotonic()
         with pytest.raises(ModelCallError) as caught:
             model.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=10))

@@ -16,13 +16,26 @@ from .conftest import clean_env, results_of, run_cli
 
 def oracle_run(tmp_path: Path, dataset_path: Path, **env: str) -> tuple[str, dict]:
     out = tmp_path / "run.json"
-    args = ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--tasks", "Python/0", "--out", str(out), "--sandbox", "auto"]
+    args = [
+        "--model",
+        "oracle:canonical",
+        "--dataset-path",
+        str(dataset_path),
+        "--tasks",
+        "Python/0",
+        "--out",
+        str(out),
+        "--sandbox",
+        "auto",
+    ]
     proc = run_cli(args, cwd=tmp_path, env=clean_env(**env))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stderr, results_of(out)["config"]
 
 
-def test_auto_without_bwrap_warns_at_start_records_why_and_the_summary_shows_it(tmp_path: Path, dataset_path: Path) -> None:
+def test_auto_without_bwrap_warns_at_start_records_why_and_the_summary_shows_it(
+    tmp_path: Path, dataset_path: Path
+) -> None:
     path = tmp_path / "bin"
     path.mkdir()
     unshare = shutil.which("unshare")

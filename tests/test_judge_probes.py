@@ -15,7 +15,8 @@ executor (a fresh candidate process) must find none of it.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -302,7 +303,20 @@ RIGGED = {
 
 def test_probes_cover_the_audited_attacks() -> None:
     names = " ".join(PROBES)
-    for kind in ("__main__", "settrace", "gc", "stack", "ctypes", "signals", "/proc", "builtins", "atexit", "os._exit", "thread", "__str__"):
+    for kind in (
+        "__main__",
+        "settrace",
+        "gc",
+        "stack",
+        "ctypes",
+        "signals",
+        "/proc",
+        "builtins",
+        "atexit",
+        "os._exit",
+        "thread",
+        "__str__",
+    ):
         assert kind in names, kind
 
 
@@ -316,7 +330,9 @@ REACHES_OTHERS = {
 
 
 def _cases() -> list[tuple[str, str]]:
-    return [(kind, probe) for kind in KINDS for probe in PROBES if not (kind in HOST_PROCESSES and probe in REACHES_OTHERS)]
+    return [
+        (kind, probe) for kind in KINDS for probe in PROBES if not (kind in HOST_PROCESSES and probe in REACHES_OTHERS)
+    ]
 
 
 @pytest.mark.parametrize(("kind", "probe"), _cases())
@@ -384,9 +400,17 @@ def test_exceptions_cross_as_their_builtin_class_with_message_and_line() -> None
     )
     result = ex.run(code, test)
     assert result.status == "failed"
-    assert result.message.splitlines() == ["KeyError: 3", "  test line 8: f(3)", "  raised at candidate line 7: return {}[x]"]
+    assert result.message.splitlines() == [
+        "KeyError: 3",
+        "  test line 8: f(3)",
+        "  raised at candidate line 7: return {}[x]",
+    ]
     result = ex.run(code, "def check(f):\n    assert f(3) == 1\ncheck(f)\n")
-    assert result.message.splitlines() == ["KeyError: 3", "  while calling f(3) (test line 2)", "  raised at candidate line 7: return {}[x]"]
+    assert result.message.splitlines() == [
+        "KeyError: 3",
+        "  while calling f(3) (test line 2)",
+        "  raised at candidate line 7: return {}[x]",
+    ]
 
 
 def test_a_test_that_swallows_exceptions_still_fails_a_faulty_candidate() -> None:
@@ -433,7 +457,9 @@ for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(),
             fh.write('x' * 1000)
     except OSError:
         pass
-""" + KEYS + """
+"""
+        + KEYS
+        + """
 for ring in rings:
     keyctl(-1, b'user', b'hefix-left-behind', b'x' * 100, 100, ring)  # add_key
 for ring in rings:
@@ -447,7 +473,9 @@ import os
 for root in ('/tmp', '/dev/shm', '/dev', '/dev/mqueue', '/var/tmp', os.getcwd(), os.path.expanduser('~')):
     if os.path.exists(os.path.join(root, 'hefix-left-behind')):
         return 'found in ' + root
-""" + KEYS + """
+"""
+        + KEYS
+        + """
 for ring in rings:
     if keyctl(10, ring, b'user', b'hefix-left-behind', 0) > 0:  # KEYCTL_SEARCH
         return 'found in keyring %d' % ring
@@ -479,7 +507,9 @@ for name in os.listdir('/proc'):
         pass
 """
 
-LOWER_EVERYTHING = _OUTLIVED + """
+LOWER_EVERYTHING = (
+    _OUTLIVED
+    + """
 for pid in targets:
     for which, value in ((resource.RLIMIT_AS, 64 << 20), (resource.RLIMIT_NOFILE, 8), (resource.RLIMIT_CPU, 1), (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_STACK, 1 << 20)):
         try:
@@ -492,6 +522,7 @@ for pid in targets:
         except OSError:
             pass
 """
+)
 
 # What a candidate inherits from the processes above it, as it prints it.
 SHOW_INHERITED = """
@@ -511,7 +542,10 @@ def test_nothing_a_run_does_to_the_processes_it_outlives_reaches_the_next(kind: 
     before = ex.run(show, TEST)
     assert before.passed, before
     assert ex.run(program(LOWER_EVERYTHING, ANSWER["right"]), TEST).passed
-    needy = program("import tempfile\nblock = bytearray(200 << 20)\nfiles = [tempfile.TemporaryFile() for _ in range(20)]", ANSWER["right"])
+    needy = program(
+        "import tempfile\nblock = bytearray(200 << 20)\nfiles = [tempfile.TemporaryFile() for _ in range(20)]",
+        ANSWER["right"],
+    )
     result = ex.run(needy, TEST)
     assert result.passed, result
     after = ex.run(show, TEST)
@@ -554,7 +588,7 @@ def test_a_batch_of_calls_is_one_exchange_with_a_limit_per_call() -> None:
 def test_facts_come_from_the_judge_and_the_candidate_cannot_write_them() -> None:
     """`@hefix.fact` (the pass@1+ counts): reported beside the verdict, out of the candidate's
     reach; a candidate that prints the old stdout marker changes nothing."""
-    code = "def f(x):\n    print('HEFIX-PLUS-INPUTS {\"compared\": 999, \"disagreements\": 0}')\n    return x + 1\n"
+    code = 'def f(x):\n    print(\'HEFIX-PLUS-INPUTS {"compared": 999, "disagreements": 0}\')\n    return x + 1\n'
     test = "def check(f):\n    assert f(1) == 2\n    globals()['@hefix.fact']('plus', {'compared': 3, 'disagreements': (1, 2)})\ncheck(f)\n"
     result = executor("bwrap").run(code, test)
     assert result.passed and result.facts == {"plus": {"compared": 3, "disagreements": (1, 2)}}, result
@@ -620,7 +654,10 @@ def test_a_wrong_fix_cannot_cut_its_pass_at_1_plus_check(kind: str, tmp_path) ->
     for code in (fix, cut):
         scored = score_task(code, code, task, executor(kind), store)
         assert scored.score.passed and scored.scores["plus"]["final"] is False, (code, scored)
-    assert score_task(task.canonical_code, task.canonical_code, task, executor(kind), store).scores["plus"]["final"] is True
+    assert (
+        score_task(task.canonical_code, task.canonical_code, task, executor(kind), store).scores["plus"]["final"]
+        is True
+    )
 
 
 @pytest.mark.parametrize("kind", TWINS)
@@ -665,7 +702,14 @@ def test_the_bundled_dataset_is_never_shown_to_a_candidate() -> None:
         f"print(os.path.isdir({str(PACKAGE_DIR)!r}), os.listdir({str(PACKAGE_DIR)!r}), os.path.exists({str(bundled_path())!r}), os.path.exists({jail.runner!r}))\n"
         f"open({str(PACKAGE_DIR)!r} + '/planted', 'w')\n"
     )
-    done = subprocess.run(jail.wrap([sys.executable, "-I", "-c", script], as_pid_1=True), capture_output=True, text=True, env=probe_env(), cwd="/", timeout=30)
+    done = subprocess.run(
+        jail.wrap([sys.executable, "-I", "-c", script], as_pid_1=True),
+        capture_output=True,
+        text=True,
+        env=probe_env(),
+        cwd="/",
+        timeout=30,
+    )
     assert done.stdout.split("\n")[0] == "True [] False True", done
     assert "Read-only file system" in done.stderr, done.stderr
     # The cover is there only where a bind would show the package (this checkout's editable

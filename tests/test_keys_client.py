@@ -5,20 +5,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from humanevalfix.models.client import ChatRequest, OpenAIChatModel, RetryPolicy
 from humanevalfix.config import RunConfig
-from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import ModelCallError
-from humanevalfix.models.keys import KeyPool, mask, split_keys
+from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.models.client import ChatRequest, OpenAIChatModel, RetryPolicy
+from humanevalfix.models.keys import KeyPool, mask, split_keys
+from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, text, tool_call
 
 from .conftest import KEYS_ENV, entry_point_of, requests_for, results_of
-from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, text, tool_call
 
 KEY_A = "sk-test-alpha-7f3e9a01"
 KEY_B = "sk-test-bravo-c4d2b802"
@@ -70,7 +70,10 @@ def test_retry_backoff_follows_the_policy_without_a_tenacity_deprecation_warning
     with ScriptedServer(handler) as server, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = OpenAIChatModel(
-            provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool([KEY_A]),
+            provider="compatible",
+            model="scripted-model",
+            base_url=server.base_url,
+            keys=KeyPool([KEY_A]),
             retry=RetryPolicy(attempts=3, initial_s=0.01, max_s=0.05, timeout_s=10.0),
         )
         reply = model.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=8))
@@ -81,7 +84,10 @@ def test_retry_backoff_follows_the_policy_without_a_tenacity_deprecation_warning
 
 
 def test_429_with_retry_after_waits_for_the_key_to_cool_down(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY_A)
     times: list[float] = []
@@ -105,7 +111,10 @@ def test_429_with_retry_after_waits_for_the_key_to_cool_down(
 
 
 def test_429_on_one_key_moves_the_calls_to_the_other_key(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, f"{KEY_A},{KEY_B}")
     answer = canonical(tiny_tasks)
@@ -130,7 +139,10 @@ def test_429_on_one_key_moves_the_calls_to_the_other_key(
 
 
 def test_5xx_until_retries_run_out_records_an_error_and_the_run_continues(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY_A)
     answer = canonical(tiny_tasks)
@@ -217,7 +229,10 @@ def test_every_key_rejected_stops_the_run_at_once_naming_the_cause(
 
 
 def test_request_timeout_is_retried_then_recorded_as_an_error(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, KEY_A)
     slow = canonical(tiny_tasks)
@@ -228,7 +243,9 @@ def test_request_timeout_is_retried_then_recorded_as_an_error(
         return response
 
     with ScriptedServer(handler) as server:
-        outcome = run_eval(make_config(server, tiny_dataset, task_ids=("Python/2",), retry_attempts=2, request_timeout_s=0.3))
+        outcome = run_eval(
+            make_config(server, tiny_dataset, task_ids=("Python/2",), retry_attempts=2, request_timeout_s=0.3)
+        )
         assert len(server.chat_requests()) == 2
         time.sleep(0.9)  # let the abandoned replies finish inside the test (their broken pipes are noise)
     [record] = outcome.records

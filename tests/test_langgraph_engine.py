@@ -18,9 +18,10 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,8 @@ from humanevalfix.sandbox.executor import ExecResult
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, fenced, text, tool_call
 
 from .conftest import KEYS_ENV, REPO_ROOT, CountingExecutor, entry_point_of, run_cli, turn_of
-from .test_repair_requests import GOLDEN, SCENARIOS as GOLDEN_SCENARIOS, candidate, run_scenario
+from .test_repair_requests import GOLDEN, candidate, run_scenario
+from .test_repair_requests import SCENARIOS as GOLDEN_SCENARIOS
 
 KEY = "sk-test-graph-0000aaaa"
 DOCS = REPO_ROOT / "docs"
@@ -69,51 +71,103 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {
     "pass at once": Scenario("Python/2", True, {"max_iters": 3}, [("native", "canonical")], routes={("run", "passed")}),
     "syntax error, wrong signature, then a pass": Scenario(
-        "Python/0", True, {"max_iters": 3}, [("native", "syntax"), ("native", "badsig"), ("native", "canonical")],
+        "Python/0",
+        True,
+        {"max_iters": 3},
+        [("native", "syntax"), ("native", "badsig"), ("native", "canonical")],
         routes={("check", "invalid"), ("feedback", "again")},
     ),
     "malformed, a failure, a repeat, then no code (native: the answer)": Scenario(
-        "Python/2", True, {"max_iters": 5}, [("malformed", ""), ("native", "wrong1"), ("native", "wrong1"), ("prose", "")],
-        routes={("check", "malformed"), ("run", "failed"), ("check", "repeat"), ("repeat", "again"), ("no_code", "stopped_calling")},
+        "Python/2",
+        True,
+        {"max_iters": 5},
+        [("malformed", ""), ("native", "wrong1"), ("native", "wrong1"), ("prose", "")],
+        routes={
+            ("check", "malformed"),
+            ("run", "failed"),
+            ("check", "repeat"),
+            ("repeat", "again"),
+            ("no_code", "stopped_calling"),
+        },
     ),
     "text: repeats escalate fix, explain, rewrite; no code is asked again; budget": Scenario(
-        "Python/3", False, {"max_iters": 4, "temperatures": (0.0, 0.5), "rewrite_turns": None},
+        "Python/3",
+        False,
+        {"max_iters": 4, "temperatures": (0.0, 0.5), "rewrite_turns": None},
         [("fenced", "buggy"), ("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "wrong2")],
         routes={("read", "no_code"), ("no_code", "again"), ("feedback", "budget")},
     ),
     "text: the last resort's two turns, then stuck (the budget's route)": Scenario(
-        "Python/3", False, {"max_iters": 5},
+        "Python/3",
+        False,
+        {"max_iters": 5},
         [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong1")],
         routes={("repeat", "budget")},
     ),
     "text: the second half rewrites, then a pass": Scenario(
-        "Python/3", False, {"max_iters": 5},
-        [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong3"), ("fenced", "wrong4"), ("fenced", "canonical")],
+        "Python/3",
+        False,
+        {"max_iters": 5},
+        [
+            ("fenced", "wrong1"),
+            ("fenced", "wrong2"),
+            ("fenced", "wrong3"),
+            ("fenced", "wrong4"),
+            ("fenced", "canonical"),
+        ],
     ),
     "text: budget ends on a repeat": Scenario(
-        "Python/3", False, {"max_iters": 2}, [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong2")], routes={("repeat", "budget")}
+        "Python/3",
+        False,
+        {"max_iters": 2},
+        [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong2")],
+        routes={("repeat", "budget")},
     ),
     "text: a repeat asks rewrite in the same turn (--rewrite-now), rewrite again afresh, then a pass": Scenario(
-        "Python/3", False, {"max_iters": 3, "redraws": 1, "redraw_turns": 1, "rewrite_now": True, "rewrite_again": "fresh", "rewrite_turns": 3, "seed": 3},
+        "Python/3",
+        False,
+        {
+            "max_iters": 3,
+            "redraws": 1,
+            "redraw_turns": 1,
+            "rewrite_now": True,
+            "rewrite_again": "fresh",
+            "rewrite_turns": 3,
+            "seed": 3,
+        },
         [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "canonical")],
         routes={("read", "redraw")},
     ),
     "text: a repeat and no code drawn again in the same turn, then a pass": Scenario(
-        "Python/3", False, {"max_iters": 2, "redraws": 2},
+        "Python/3",
+        False,
+        {"max_iters": 2, "redraws": 2},
         [("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "canonical")],
         routes={("read", "redraw")},
     ),
-    "text: no code to the end": Scenario("Python/2", False, {"max_iters": 1}, [("prose", ""), ("prose", "")], routes={("no_code", "budget")}),
+    "text: no code to the end": Scenario(
+        "Python/2", False, {"max_iters": 1}, [("prose", ""), ("prose", "")], routes={("no_code", "budget")}
+    ),
     "tools rejected, text from the same turn": Scenario(
         "Python/2", True, {"max_iters": 2}, [("reject", ""), ("fenced", "canonical")], routes={("ask", "retry")}
     ),
-    "max-iters 0: one attempt, not run": Scenario("Python/0", True, {"max_iters": 0}, [("native", "wrong1")], routes={("check", "not_run")}),
-    "the model call fails": Scenario("Python/2", True, {"max_iters": 2}, [("error500", ""), ("error500", "")], routes={("ask", "error")}),
+    "max-iters 0: one attempt, not run": Scenario(
+        "Python/0", True, {"max_iters": 0}, [("native", "wrong1")], routes={("check", "not_run")}
+    ),
+    "the model call fails": Scenario(
+        "Python/2", True, {"max_iters": 2}, [("error500", ""), ("error500", "")], routes={("ask", "error")}
+    ),
     "the context overflows after a failure": Scenario(  # cut down (agent._fit) until nothing is left to cut
-        "Python/2", True, {"max_iters": 3}, [("native", "wrong1")] + [("context", "")] * 6, routes={("ask", "retry"), ("ask", "context_exceeded")}
+        "Python/2",
+        True,
+        {"max_iters": 3},
+        [("native", "wrong1")] + [("context", "")] * 6,
+        routes={("ask", "retry"), ("ask", "context_exceeded")},
     ),
     "interrupted before the first turn": Scenario("Python/2", True, {}, [], stop=True, routes={("ask", "interrupted")}),
-    "the sandbox fails": Scenario("Python/2", True, {}, [("native", "wrong1")], executor_fails=True, routes={("run", "error")}),
+    "the sandbox fails": Scenario(
+        "Python/2", True, {}, [("native", "wrong1")], executor_fails=True, routes={("run", "error")}
+    ),
 }
 
 
@@ -145,7 +199,10 @@ class FailingExecutor(CountingExecutor):
 
 def scripted_model(server: ScriptedServer) -> OpenAIChatModel:
     return OpenAIChatModel(
-        provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool([KEY]),
+        provider="compatible",
+        model="scripted-model",
+        base_url=server.base_url,
+        keys=KeyPool([KEY]),
         retry=RetryPolicy(attempts=2, initial_s=0.01, timeout_s=10.0),
     )
 
@@ -170,7 +227,14 @@ def run_engine(engine: str, task: Task, scenario: Scenario) -> Outcome:
     path: list[tuple[str, str]] = []
     try:
         with ScriptedServer(script) as server:
-            run = RepairRun(request_for_task(task, settings), scripted_model(server), executor, settings, ToolMode(scenario.native), stop)
+            run = RepairRun(
+                request_for_task(task, settings),
+                scripted_model(server),
+                executor,
+                settings,
+                ToolMode(scenario.native),
+                stop,
+            )
             if engine == "builtin":
                 steps = {name: _recording(name, step, path) for name, step in STEPS.items()}
                 result = walk(run, ROUTES, steps)
@@ -224,15 +288,20 @@ def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: d
     assert SCENARIOS[name].routes <= set(builtin.path), builtin.path  # the scenario does what it says
     assert graph.path == builtin.path
     for i, (a, b) in enumerate(zip(comparable(builtin.result)["attempts"], comparable(graph.result)["attempts"])):
-        assert (a["code"], a["outcome"], a["temperature"], a["strategy"]) == (b["code"], b["outcome"], b["temperature"], b["strategy"]), f"attempt {i}"
+        assert (a["code"], a["outcome"], a["temperature"], a["strategy"]) == (
+            b["code"],
+            b["outcome"],
+            b["temperature"],
+            b["strategy"],
+        ), f"attempt {i}"
     assert comparable(graph.result) == comparable(builtin.result)
     assert graph.requests == builtin.requests
     assert graph.runs == builtin.runs
     assert graph.verdict == builtin.verdict
     redrawn = sum(len(a.redrawn) for a in builtin.result.attempts)  # replies set aside in their turn (--redraws)
-    assert len(builtin.result.attempts) == len(SCENARIOS[name].replies) - redrawn - SCENARIOS[name].replies.count(("reject", "")) - SCENARIOS[name].replies.count(("context", "")) - (
-        2 if ("error500", "") in SCENARIOS[name].replies else 0
-    )
+    assert len(builtin.result.attempts) == len(SCENARIOS[name].replies) - redrawn - SCENARIOS[name].replies.count(
+        ("reject", "")
+    ) - SCENARIOS[name].replies.count(("context", "")) - (2 if ("error500", "") in SCENARIOS[name].replies else 0)
 
 
 @pytest.mark.needs("langgraph")
@@ -252,12 +321,19 @@ def test_the_graph_sends_the_pinned_requests(name: str, all_tasks: dict[str, Tas
     """The golden requests of the built-in loop (tests/test_repair_requests.py), byte for byte, from the graph."""
     expected = json.loads(GOLDEN.read_text(encoding="utf-8"))[name]
     tid, native, settings, replies = GOLDEN_SCENARIOS[name]
-    assert json.loads(json.dumps(run_scenario(all_tasks[tid], native, {**settings, "engine": "langgraph"}, replies))) == expected
+    assert (
+        json.loads(json.dumps(run_scenario(all_tasks[tid], native, {**settings, "engine": "langgraph"}, replies)))
+        == expected
+    )
 
 
 @pytest.mark.needs("langgraph")
 def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
-    tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Through run_eval and `repair`'s dispatch on the engine: the records are the same, the label is not."""
     monkeypatch.setenv(KEYS_ENV, KEY)
@@ -274,7 +350,9 @@ def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
             assert outcome.status == "complete" and outcome.config["engine"] == engine
             records[engine] = [{k: v for k, v in asdict(r).items() if not k.endswith("_s")} for r in outcome.records]
             for r in records[engine]:
-                r["attempts"] = [{k: v for k, v in a.items() if k not in ("latency_s", "exec_s")} for a in r["attempts"]]
+                r["attempts"] = [
+                    {k: v for k, v in a.items() if k not in ("latency_s", "exec_s")} for a in r["attempts"]
+                ]
             paths[engine] = outcome.results_path
     assert records["langgraph"] == records["builtin"]
     assert [r["scores"]["verdict"]["passed"] for r in records["langgraph"]] == [True, True, True]
@@ -291,7 +369,9 @@ def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
 @pytest.mark.needs("langgraph")
 def test_a_user_node_from_the_docs_runs_without_touching_the_loop(all_tasks: dict[str, Task]) -> None:
     """docs/langgraph.md's "reflect" node, run as written there: a failure goes through it to feedback."""
-    block = re.search(r"## Adding a node.*?```python\n(.*?)```", (DOCS / "langgraph.md").read_text(encoding="utf-8"), re.S)
+    block = re.search(
+        r"## Adding a node.*?```python\n(.*?)```", (DOCS / "langgraph.md").read_text(encoding="utf-8"), re.S
+    )
     assert block is not None
     task = all_tasks["Python/2"]
 
@@ -303,7 +383,13 @@ def test_a_user_node_from_the_docs_runs_without_touching_the_loop(all_tasks: dic
     executor = CountingExecutor()
     settings = AgentSettings(max_iters=3)
     with ScriptedServer(answer) as server:
-        scope = dict(request=request_for_task(task, settings), model=scripted_model(server), executor=executor, settings=settings, mode=ToolMode(True))
+        scope = dict(
+            request=request_for_task(task, settings),
+            model=scripted_model(server),
+            executor=executor,
+            settings=settings,
+            mode=ToolMode(True),
+        )
         exec(block.group(1), scope)
         asked = [r.body["messages"] for r in server.chat_requests()]
     executor.close()
@@ -320,7 +406,10 @@ def test_without_langgraph_the_engine_is_one_line_naming_what_to_install(
 ) -> None:
     from humanevalfix.cli import main
 
-    for name in [m for m in sys.modules if m == "langgraph" or m.startswith("langgraph.")] + ["langgraph", "langgraph.graph"]:
+    for name in [m for m in sys.modules if m == "langgraph" or m.startswith("langgraph.")] + [
+        "langgraph",
+        "langgraph.graph",
+    ]:
         monkeypatch.setitem(sys.modules, name, None)  # `import langgraph...` now fails, as where it is not installed
     monkeypatch.chdir(tmp_path)
     commands = [
@@ -337,7 +426,10 @@ def test_without_langgraph_the_engine_is_one_line_naming_what_to_install(
     assert not (tmp_path / "g.png").exists() and not (tmp_path / "results").exists()
     # The built-in loop needs no langgraph.
     out = tmp_path / "builtin.json"
-    assert main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--limit", "1", "--out", str(out)]) == 0
+    assert (
+        main(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--limit", "1", "--out", str(out)])
+        == 0
+    )
     assert json.loads(out.read_text(encoding="utf-8"))["config"]["engine"] == "builtin"
 
 
@@ -387,10 +479,23 @@ def test_a_custom_graph_needs_a_step_for_every_node() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("oracle", "expected_passed"), [("canonical", 164), ("buggy", 0)])
 @pytest.mark.needs("langgraph")
-def test_the_oracles_through_the_graph_engine(tmp_path: Path, dataset_path: Path, oracle: str, expected_passed: int) -> None:
+def test_the_oracles_through_the_graph_engine(
+    tmp_path: Path, dataset_path: Path, oracle: str, expected_passed: int
+) -> None:
     out = tmp_path / f"oracle-{oracle}.json"
     proc = run_cli(
-        ["--model", f"oracle:{oracle}", "--engine", "langgraph", "--dataset-path", str(dataset_path), "--out", str(out), "--workers", "2"],
+        [
+            "--model",
+            f"oracle:{oracle}",
+            "--engine",
+            "langgraph",
+            "--dataset-path",
+            str(dataset_path),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+        ],
         cwd=tmp_path,
         timeout=300,
     )
@@ -398,7 +503,12 @@ def test_the_oracles_through_the_graph_engine(tmp_path: Path, dataset_path: Path
     data = json.loads(out.read_text(encoding="utf-8"))
     summary = data["summary"]
     assert data["config"]["engine"] == "langgraph" and data["status"] == "complete"
-    assert (summary["tasks"], summary["passed"], summary["passed_first"], summary["errors"]) == (164, expected_passed, expected_passed, 0)
+    assert (summary["tasks"], summary["passed"], summary["passed_first"], summary["errors"]) == (
+        164,
+        expected_passed,
+        expected_passed,
+        0,
+    )
     for task in data["tasks"]:
         if oracle == "buggy":  # a failure, then the same code again: repeats until the budget ends
             assert [a["outcome"] for a in task["attempts"]][1:] == ["repeat"] * 5 and task["stop_reason"] == "budget"
@@ -407,10 +517,11 @@ def test_the_oracles_through_the_graph_engine(tmp_path: Path, dataset_path: Path
 
 
 def test_older_results_read_as_builtin_and_the_summary_shows_the_engine() -> None:
-    from humanevalfix.runspec import from_dict
+    from rich.console import Console
+
     from humanevalfix.evaluation.results import load_results
     from humanevalfix.reports.summary import summary_table
-    from rich.console import Console
+    from humanevalfix.runspec import from_dict
 
     older = REPO_ROOT / "results" / "local-0.5b_repair.json"
     assert "engine" not in load_results(older)["config"]  # written before --engine existed
@@ -430,7 +541,9 @@ def _summary(path: Path) -> Any:
 
 
 @pytest.mark.needs("langgraph")
-def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_builtin(tmp_path: Path, dataset_path: Path) -> None:
+def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_builtin(
+    tmp_path: Path, dataset_path: Path
+) -> None:
     from humanevalfix.errors import UserError
     from humanevalfix.models.presets import resolve
 
@@ -439,7 +552,9 @@ def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_bui
     assert first.status == "complete" and first.config["engine"] == "builtin"
     lines = first.stream_path.read_text(encoding="utf-8").splitlines(keepends=True)
     first.stream_path.write_text("".join(lines[:2]), encoding="utf-8")  # interrupted after one task
-    with pytest.raises(UserError, match=r"option --engine differs from the interrupted run \('builtin' there, 'langgraph' now\)"):
+    with pytest.raises(
+        UserError, match=r"option --engine differs from the interrupted run \('builtin' there, 'langgraph' now\)"
+    ):
         run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=first.stream_path, engine="langgraph"))
     header = json.loads(lines[0])
     del header["config"]["engine"]  # a stream from before --engine
@@ -449,7 +564,9 @@ def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_bui
 
 
 @pytest.mark.needs("langgraph")
-def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fix_with_the_graph_engine_gives_the_same_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`fix` on one scope after another (a refusal, a failure, no code, the whole file), by each engine."""
     from humanevalfix.cli import main
 
@@ -472,13 +589,38 @@ def test_fix_with_the_graph_engine_gives_the_same_session(tmp_path: Path, monkey
         trace = tmp_path / f"{engine}.trace.json"
         with ScriptedServer(replies) as server:
             code = main(
-                ["fix", "stats.py", "--tests", "test_stats.py", "--text-tools", "--base-url", server.base_url, "--model", "scripted-model",
-                 "--api-key-env", KEYS_ENV, "--retries", "1", "--request-timeout", "20", "--timeout", "60", "--engine", engine, "--trace", str(trace),
-                 "--max-iters", "11"]  # 8 turns for mean (6 spent), 2 for _total, 2 for the file
+                [
+                    "fix",
+                    "stats.py",
+                    "--tests",
+                    "test_stats.py",
+                    "--text-tools",
+                    "--base-url",
+                    server.base_url,
+                    "--model",
+                    "scripted-model",
+                    "--api-key-env",
+                    KEYS_ENV,
+                    "--retries",
+                    "1",
+                    "--request-timeout",
+                    "20",
+                    "--timeout",
+                    "60",
+                    "--engine",
+                    engine,
+                    "--trace",
+                    str(trace),
+                    "--max-iters",
+                    "11",
+                ]  # 8 turns for mean (6 spent), 2 for _total, 2 for the file
             )
             bodies = [r.body for r in server.chat_requests()]
         out, err = capsys.readouterr()
-        attempts = [{k: v for k, v in a.items() if k not in ("latency_s", "exec_s")} for a in json.loads(trace.read_text(encoding="utf-8"))["attempts"]]
+        attempts = [
+            {k: v for k, v in a.items() if k not in ("latency_s", "exec_s")}
+            for a in json.loads(trace.read_text(encoding="utf-8"))["attempts"]
+        ]
         sessions[engine] = (code, out, progress(err), bodies, attempts)
     assert sessions["langgraph"] == sessions["builtin"]
     code, out, lines, _, attempts = sessions["langgraph"]

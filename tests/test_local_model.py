@@ -84,7 +84,12 @@ except (KeyboardInterrupt, RuntimeError) as exc:
 
 def start_holder(tag: str, how: str = "wait") -> tuple[subprocess.Popen[str], int, str, Path]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, how], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, how],
+        cwd=ROOT,
+        env=clean_env(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -177,7 +182,12 @@ def test_a_server_that_is_too_slow_to_start_is_stopped(tmp_path: Path) -> None:
 def test_serve_prints_the_base_url_answers_and_stops_on_ctrl_c() -> None:
     tag = uuid.uuid4().hex
     proc = subprocess.Popen(
-        [sys.executable, "-m", "humanevalfix", "serve"], cwd=ROOT, env=clean_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "humanevalfix", "serve"],
+        cwd=ROOT,
+        env=clean_env(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -239,7 +249,9 @@ def test_the_embedded_server_repeats_a_sampled_reply_for_its_seed_whatever_ran_b
 
     messages = [{"role": "user", "content": "Name a few fruits, in one line."}]
     with embedded_server(load_presets()["local"], None) as served:
-        model = OpenAIChatModel(provider="compatible", model=served.model, base_url=served.base_url, keys=KeyPool(["none"]))
+        model = OpenAIChatModel(
+            provider="compatible", model=served.model, base_url=served.base_url, keys=KeyPool(["none"])
+        )
 
         def ask(seed: int | None) -> str:
             return model.chat(ChatRequest(messages, temperature=1.0, max_tokens=24, seed=seed)).content
@@ -258,7 +270,11 @@ def test_the_server_loads_repacked_weight_buffers_only_when_asked(repack: bool, 
 
     log = tmp_path / "server.log"
     weights = locate(load_presets()["local"].gguf or "")
-    with run_server(weights, "m", ServerOptions(prompt_lookup=0, repack=repack), log_path=log) as (base_url, _proc, _log):
+    with run_server(weights, "m", ServerOptions(prompt_lookup=0, repack=repack), log_path=log) as (
+        base_url,
+        _proc,
+        _log,
+    ):
         with urllib.request.urlopen(base_url + "/models", timeout=10) as response:
             assert json.loads(response.read())["data"][0]["id"] == "m"
     text = log.read_text(encoding="utf-8", errors="replace")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -84,8 +84,14 @@ def resolve(name: str, odd: dict[str, Path], tmp_path: Path) -> str:
 
 @pytest.mark.parametrize(("option", "name", "says"), EVAL_CASES, ids=[f"{o} {n or 'empty'}" for o, n, _ in EVAL_CASES])
 def test_an_odd_path_is_one_line_naming_the_option(
-    option: str, name: str, says: str, odd: dict[str, Path], tmp_path: Path, tiny_dataset: Path,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    option: str,
+    name: str,
+    says: str,
+    odd: dict[str, Path],
+    tmp_path: Path,
+    tiny_dataset: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # a default results/ folder, if any, lands here
     before = kinds(odd)
@@ -114,7 +120,9 @@ def test_every_commands_out_refuses_a_folder_or_a_device(
 ) -> None:
     before = kinds(odd)
     line = one_error_line([*COMMAND_OUT[command](odd["file"]), "--out", resolve(name, odd, tmp_path)], capsys)
-    assert "--out" in line and ("names a folder" in line or "is a directory" in line or "not a regular file" in line), line
+    assert "--out" in line and ("names a folder" in line or "is a directory" in line or "not a regular file" in line), (
+        line
+    )
     assert kinds(odd) == before
 
 
@@ -128,11 +136,21 @@ MISSPELT: list[tuple[list[str], str, str, str]] = [
     (["-v", "--sandbx", "process"], "--sandbx", "did you mean --sandbox?", "humanevalfix [COMMAND]"),
     (["eval", "--dataset-pth", "x"], "--dataset-pth", "did you mean --dataset-path?", "humanevalfix eval [options]"),
     (["fix", "a.py", "--wrte"], "--wrte", "did you mean --write?", "humanevalfix fix [options] FILE"),
-    (["fix", "--tests", "t.py", "a.py", "--fucntion", "f"], "--fucntion", "did you mean --function?", "humanevalfix fix [options] FILE"),
+    (
+        ["fix", "--tests", "t.py", "a.py", "--fucntion", "f"],
+        "--fucntion",
+        "did you mean --function?",
+        "humanevalfix fix [options] FILE",
+    ),
     (["report", "r.json", "--outt", "x"], "--outt", "did you mean --out?", "humanevalfix report [options]"),
     (["score", "g.json", "--timout", "3"], "--timout", "did you mean --timeout?", "humanevalfix score [options]"),
     (["serve", "--prot", "8000"], "--prot", "did you mean --port?", "humanevalfix serve [options]"),
-    (["sandbox", "build-image", "--tg", "x"], "--tg", "did you mean --tag?", "humanevalfix sandbox build-image [options]"),
+    (
+        ["sandbox", "build-image", "--tg", "x"],
+        "--tg",
+        "did you mean --tag?",
+        "humanevalfix sandbox build-image [options]",
+    ),
     (["--xyzzy"], "--xyzzy", "see humanevalfix --help", "humanevalfix [COMMAND]"),
 ]
 
@@ -145,7 +163,9 @@ def test_a_misspelt_option_is_named_with_the_closest_one_and_its_commands_usage(
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "error:" in line]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
-    assert f"unrecognized option {option}: {hint}" in lines[0] or f"unrecognized option {option} ({hint})" in lines[0], lines[0]
+    assert (
+        f"unrecognized option {option}: {hint}" in lines[0] or f"unrecognized option {option} ({hint})" in lines[0]
+    ), lines[0]
     assert "invalid choice" not in err
     # The usage is the command's own, in one line: `fix`'s for `fix ... --wrte`, not the top level's.
     assert err.splitlines()[0].startswith(f"usage: {usage}") and len(err.splitlines()) == 2, err
@@ -156,8 +176,13 @@ def test_a_misspelt_command_gets_the_closest(capsys: pytest.CaptureFixture[str])
     assert "unknown command 'fxi': did you mean fix?" in line
 
 
-@pytest.mark.parametrize("argv", [["--seed", "-1", "--limt", "1"], ["--temperatures=0,0.5", "--limt", "1"], ["--tasks", "Python/0", "--", "--limt"]])
-def test_values_and_negative_numbers_are_not_taken_for_options(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [["--seed", "-1", "--limt", "1"], ["--temperatures=0,0.5", "--limt", "1"], ["--tasks", "Python/0", "--", "--limt"]],
+)
+def test_values_and_negative_numbers_are_not_taken_for_options(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     main(argv)
     err = capsys.readouterr().err
     if "--" in argv:  # after `--` nothing is an option: argparse's own complaint, not ours

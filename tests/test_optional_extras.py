@@ -24,8 +24,14 @@ def pytest_in_child(node: str, ci: bool) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     if ci:
         env["CI"] = "true"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", node],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", node],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("extra", sorted(CASES))
@@ -43,4 +49,6 @@ def test_a_missing_extra_is_skipped_locally_naming_the_install_and_never_under_c
 def test_the_skip_reasons_name_a_file_or_command_that_exists() -> None:
     assert (REPO_ROOT / "requirements-langgraph.txt").is_file()
     assert "pip install -r requirements-langgraph.txt" in EXTRAS["langgraph"]
-    assert "#docker" in EXTRAS["docker"] and "## Docker" in Path(REPO_ROOT / "docs" / "sandbox.md").read_text(encoding="utf-8")
+    assert "#docker" in EXTRAS["docker"] and "## Docker" in Path(REPO_ROOT / "docs" / "sandbox.md").read_text(
+        encoding="utf-8"
+    )

@@ -17,10 +17,23 @@ pytestmark = pytest.mark.slow
 # same 164/164 and 0/164 through the command line), which CI's daemon runs.
 @pytest.mark.parametrize("sandbox", ["auto", "docker"])
 @pytest.mark.parametrize(("oracle", "expected_passed"), [("canonical", 164), ("buggy", 0)])
-def test_oracle_on_the_full_dataset(tmp_path: Path, dataset_path: Path, oracle: str, expected_passed: int, sandbox: str) -> None:
+def test_oracle_on_the_full_dataset(
+    tmp_path: Path, dataset_path: Path, oracle: str, expected_passed: int, sandbox: str
+) -> None:
     out = tmp_path / f"oracle-{oracle}.json"
     proc = run_cli(
-        ["--model", f"oracle:{oracle}", "--dataset-path", str(dataset_path), "--out", str(out), "--workers", "2", "--sandbox", sandbox],
+        [
+            "--model",
+            f"oracle:{oracle}",
+            "--dataset-path",
+            str(dataset_path),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--sandbox",
+            sandbox,
+        ],
         cwd=tmp_path,
         timeout=300,
     )
@@ -55,11 +68,26 @@ def test_oracle_on_the_full_dataset(tmp_path: Path, dataset_path: Path, oracle: 
 
 
 @pytest.mark.parametrize("protocol", ["docs", "hidden", "agent"])
-def test_the_canonical_fixes_pass_and_pass_plus_in_every_protocol(tmp_path: Path, dataset_path: Path, protocol: str) -> None:
+def test_the_canonical_fixes_pass_and_pass_plus_in_every_protocol(
+    tmp_path: Path, dataset_path: Path, protocol: str
+) -> None:
     """One attempt each (--max-iters 0): what the model is shown differs, the verdict must not."""
     out = tmp_path / f"canonical-{protocol}.json"
     proc = run_cli(
-        ["--model", "oracle:canonical", "--protocol", protocol, "--max-iters", "0", "--dataset-path", str(dataset_path), "--out", str(out), "--workers", "2"],
+        [
+            "--model",
+            "oracle:canonical",
+            "--protocol",
+            protocol,
+            "--max-iters",
+            "0",
+            "--dataset-path",
+            str(dataset_path),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+        ],
         cwd=tmp_path,
         timeout=300,
     )

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from humanevalfix.cli import main
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation.passk import counts_by_task, mean_pass_at_k, pass_at_k, pass_at_ks
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import summarize
-
-from humanevalfix.cli import main
-
-from .conftest import KEYS_ENV, TINY_TASK_IDS, results_of
 from humanevalfix.testing.oracle import Lookup, model_turn
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, tool_call
+
+from .conftest import KEYS_ENV, TINY_TASK_IDS, results_of
 
 
 def exact(n: int, c: int, k: int) -> Fraction:
@@ -55,7 +54,17 @@ def test_estimator_rejects_impossible_arguments(n: int, c: int, k: int) -> None:
 
 
 def test_mean_over_tasks_and_the_supported_ks() -> None:
-    outcomes = [("a", True), ("a", False), ("a", False), ("b", False), ("b", False), ("b", False), ("c", True), ("c", True), ("c", True)]
+    outcomes = [
+        ("a", True),
+        ("a", False),
+        ("a", False),
+        ("b", False),
+        ("b", False),
+        ("b", False),
+        ("c", True),
+        ("c", True),
+        ("c", True),
+    ]
     counts = counts_by_task(outcomes)
     assert counts == {"a": (3, 1), "b": (3, 0), "c": (3, 3)}
     assert mean_pass_at_k(counts, 2) == pytest.approx((float(exact(3, 1, 2)) + 0 + 1) / 3)
@@ -68,15 +77,33 @@ def test_mean_over_tasks_and_the_supported_ks() -> None:
 
 def _record(task_id: str, sample: int, passed: bool, first: bool) -> TaskRecord:
     return TaskRecord(
-        task_id=task_id, entry_point="f", bug_type="", failure_symptoms="", scores={"verdict": {"passed": passed, "passed_first": first}},
-        iterations=1, executions=1, stop_reason="passed" if passed else "budget", tool_mode="native",
-        first_code="", final_code="", score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0,
-        wall_s=0.0, sample=sample,
+        task_id=task_id,
+        entry_point="f",
+        bug_type="",
+        failure_symptoms="",
+        scores={"verdict": {"passed": passed, "passed_first": first}},
+        iterations=1,
+        executions=1,
+        stop_reason="passed" if passed else "budget",
+        tool_mode="native",
+        first_code="",
+        final_code="",
+        score_message="",
+        tokens_in=0,
+        tokens_out=0,
+        model_latency_s=0.0,
+        wall_s=0.0,
+        sample=sample,
     )
 
 
 def test_summary_keeps_its_fields_and_adds_pass_at_k() -> None:
-    records = [_record("a", 0, True, False), _record("a", 1, False, False), _record("b", 0, True, True), _record("b", 1, True, True)]
+    records = [
+        _record("a", 0, True, False),
+        _record("a", 1, False, False),
+        _record("b", 0, True, True),
+        _record("b", 1, True, True),
+    ]
     summary = summarize(records, wall_s=1.0)
     assert (summary.tasks, summary.passed, summary.passed_first) == (4, 3, 2)
     assert summary.pass_at_1_final == 0.75 and summary.pass_at_1_first == 0.5
@@ -88,13 +115,21 @@ def test_summary_keeps_its_fields_and_adds_pass_at_k() -> None:
 
 
 def test_samples_through_the_real_pipeline(
-    tmp_path: Path, tiny_dataset: Path, all_tasks: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    tiny_dataset: Path,
+    all_tasks: dict,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """--samples 3: each task's conversations are fixed on a set schedule; pass@k must follow it."""
     tasks = [all_tasks[t] for t in TINY_TASK_IDS]
     lookup = Lookup.of(tasks)
     # Per task, which of its three conversations (in arrival order, one worker) send the fix.
-    schedule = {TINY_TASK_IDS[0]: (True, False, False), TINY_TASK_IDS[1]: (False, False, False), TINY_TASK_IDS[2]: (True, True, True)}
+    schedule = {
+        TINY_TASK_IDS[0]: (True, False, False),
+        TINY_TASK_IDS[1]: (False, False, False),
+        TINY_TASK_IDS[2]: (True, True, True),
+    }
     seen: dict[str, int] = {}
 
     def handle(request: Recorded) -> Response:
@@ -110,8 +145,24 @@ def test_samples_through_the_real_pipeline(
     monkeypatch.chdir(tmp_path)  # no stray .env
     with ScriptedServer(handle) as server:
         code = main(
-            ["--model", "scripted-model", "--base-url", server.base_url, "--api-key-env", KEYS_ENV,
-             "--dataset-path", str(tiny_dataset), "--samples", "3", "--temperatures", "0.8", "--max-iters", "0", "--out", str(out)]
+            [
+                "--model",
+                "scripted-model",
+                "--base-url",
+                server.base_url,
+                "--api-key-env",
+                KEYS_ENV,
+                "--dataset-path",
+                str(tiny_dataset),
+                "--samples",
+                "3",
+                "--temperatures",
+                "0.8",
+                "--max-iters",
+                "0",
+                "--out",
+                str(out),
+            ]
         )
     assert code == 0
     summary = results_of(out)["summary"]
@@ -123,4 +174,6 @@ def test_samples_through_the_real_pipeline(
     assert "3 independent repair runs per task" in table
     assert f"pass@2 {100 * expected['2']:.1f}%" in table
     records = json.loads(out.read_text())["tasks"]
-    assert sorted((r["task_id"], r["sample"]) for r in records) == sorted((t, s) for t in TINY_TASK_IDS for s in range(3))
+    assert sorted((r["task_id"], r["sample"]) for r in records) == sorted(
+        (t, s) for t in TINY_TASK_IDS for s in range(3)
+    )

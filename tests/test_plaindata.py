@@ -56,7 +56,9 @@ def _fresh(value: Any) -> Any:
 
 
 @pytest.mark.parametrize("index", range(len(VALUES)))
-def test_the_fast_path_makes_the_trees_and_values_of_the_item_by_item_path(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fast_path_makes_the_trees_and_values_of_the_item_by_item_path(
+    index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fast_tree = plaindata.to_tree(_fresh(VALUES[index]))
     fast_back = plaindata.from_tree(fast_tree)
     with monkeypatch.context() as m:
@@ -151,10 +153,14 @@ def test_a_peer_gone_while_the_receiver_polls_is_eof_and_a_timeout_still_times_o
 def test_polling_is_off_in_a_process_that_may_use_one_cpu_only() -> None:
     """Decided at import from the process's CPUs: with one, a poll would only keep the other side
     of the call off the CPU."""
+
     def spin_s(cpus: set[int] | None) -> float:
         done = subprocess.run(
             [sys.executable, "-c", "from humanevalfix.sandbox.child import plaindata; print(plaindata.SPIN_S)"],
-            capture_output=True, text=True, check=True, preexec_fn=None if cpus is None else (lambda: os.sched_setaffinity(0, cpus)),
+            capture_output=True,
+            text=True,
+            check=True,
+            preexec_fn=None if cpus is None else (lambda: os.sched_setaffinity(0, cpus)),
         )
         return float(done.stdout)
 

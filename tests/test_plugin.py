@@ -34,9 +34,13 @@ def install(site: Path) -> Path:
         shutil.copytree(package, site / package.name, ignore=shutil.ignore_patterns("__pycache__"))
     info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n", encoding="utf-8")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n", encoding="utf-8"
+    )
     points = project["entry-points"][GROUP]
-    (info / "entry_points.txt").write_text(f"[{GROUP}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()), encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        f"[{GROUP}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()), encoding="utf-8"
+    )
     (info / "RECORD").write_text("", encoding="utf-8")
     return site
 
@@ -54,8 +58,12 @@ def env_with(site: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def humanevalfix(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "humanevalfix", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+def humanevalfix(
+    args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "humanevalfix", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_the_plugin_is_found_through_its_entry_point(site: Path, tmp_path: Path) -> None:
@@ -64,19 +72,40 @@ def test_the_plugin_is_found_through_its_entry_point(site: Path, tmp_path: Path)
         "from humanevalfix.sandbox.factory import SANDBOXES\n"
         "print(list(PROVIDERS)[-1], PROVIDERS['demo'].key_env, 'demo' in selectable_providers(), list(SANDBOXES)[-1])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env_with(site), capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env_with(site), capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["demo", "DEMO_PLUGIN_KEY", "True", "demo"]
     # Without the plugin on the path: neither name exists, and --sandbox demo is one line naming the choices.
-    bare = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env_with(tmp_path), capture_output=True, text=True, timeout=60)
+    bare = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env_with(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert bare.returncode != 0 and "KeyError: 'demo'" in bare.stderr
 
 
 @pytest.mark.parametrize("kind, passed", [("canonical", 4), ("buggy", 0)])
-def test_an_oracle_eval_through_the_plugins_provider_and_executor(site: Path, tmp_path: Path, dataset_path: Path, kind: str, passed: int) -> None:
+def test_an_oracle_eval_through_the_plugins_provider_and_executor(
+    site: Path, tmp_path: Path, dataset_path: Path, kind: str, passed: int
+) -> None:
     out = tmp_path / "run.json"
-    args = ["eval", "--provider", "demo", "--model", kind, "--sandbox", "demo", "--dataset-path", str(dataset_path),
-            "--limit", "4", "--workers", "2", "--out", str(out)]
+    args = [
+        "eval",
+        "--provider",
+        "demo",
+        "--model",
+        kind,
+        "--sandbox",
+        "demo",
+        "--dataset-path",
+        str(dataset_path),
+        "--limit",
+        "4",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+    ]
     proc = humanevalfix(args, tmp_path, env_with(site, DEMO_PLUGIN_KEY="demo-key-0123456789"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))
@@ -90,14 +119,33 @@ def test_an_oracle_eval_through_the_plugins_provider_and_executor(site: Path, tm
     lines = [len((r["final_code"] or "").splitlines()) for r in records]
     assert [r["scores"]["demo-lines"] for r in records] == [{"lines": n} for n in lines]
     summed = results["summary"]["scores"]  # (pass@1+ is absent where nothing passed: nothing checked)
-    assert list(summed)[0] == "verdict" and list(summed)[-1] == "demo-lines" and summed["demo-lines"] == {"total": sum(lines)}
+    assert (
+        list(summed)[0] == "verdict"
+        and list(summed)[-1] == "demo-lines"
+        and summed["demo-lines"] == {"total": sum(lines)}
+    )
     shown = proc.stdout + proc.stderr
     assert shown.index("pass@1, after repair") < shown.index(f"{sum(lines)} final code lines")
 
 
-def test_the_plugins_keyed_provider_without_its_key_is_one_line_and_exit_2(site: Path, tmp_path: Path, dataset_path: Path) -> None:
-    args = ["eval", "--provider", "demo", "--model", "canonical", "--sandbox", "demo", "--dataset-path", str(dataset_path), "--limit", "1",
-            "--out", str(tmp_path / "run.json")]
+def test_the_plugins_keyed_provider_without_its_key_is_one_line_and_exit_2(
+    site: Path, tmp_path: Path, dataset_path: Path
+) -> None:
+    args = [
+        "eval",
+        "--provider",
+        "demo",
+        "--model",
+        "canonical",
+        "--sandbox",
+        "demo",
+        "--dataset-path",
+        str(dataset_path),
+        "--limit",
+        "1",
+        "--out",
+        str(tmp_path / "run.json"),
+    ]
     proc = humanevalfix(args, tmp_path, env_with(site))
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "no API key for provider 'demo': set DEMO_PLUGIN_KEY" in proc.stderr
@@ -111,8 +159,22 @@ def test_the_plugins_executor_passes_the_conformance_suite_for_what_it_claims(si
     say it blocks and what they say it does not)."""
     env = env_with(site, HUMANEVALFIX_CONFORMANCE_SANDBOX="demo")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_sandbox_conformance.py", "-k", "demo-fork"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_sandbox_conformance.py",
+            "-k",
+            "demo-fork",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-5000:]
     summary = proc.stdout.strip().splitlines()[-1]
@@ -124,7 +186,9 @@ def test_the_plugins_executor_passes_the_conformance_suite_for_what_it_claims(si
 def test_a_plugin_that_fails_to_load_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "broken_plugin").mkdir(parents=True)
-    (site / "broken_plugin" / "__init__.py").write_text("raise RuntimeError('no such backend here')\n", encoding="utf-8")
+    (site / "broken_plugin" / "__init__.py").write_text(
+        "raise RuntimeError('no such backend here')\n", encoding="utf-8"
+    )
     info = site / "broken_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n", encoding="utf-8")

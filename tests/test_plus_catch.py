@@ -8,7 +8,7 @@ every one of the 164 tasks agrees with itself on all of its inputs.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -23,7 +23,7 @@ CATCH_RATE = 0.9
 
 # The witness run: canonical and candidate called on the witness, each answer (or the exception's
 # type) compared; it fails when they agree, so a wrong fix that is not wrong there is noticed.
-_WITNESS = '''
+_WITNESS = """
 def check(candidate):
     ns = dict(globals())
     exec(compile({canonical!r}, "<canonical>", "exec"), ns)
@@ -36,7 +36,7 @@ def check(candidate):
     assert expected != got, ("the fix agrees with the canonical solution on its witness", expected)
 
 check({entry})
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -51,21 +51,29 @@ def test_the_set_is_large_and_varied() -> None:
     assert len({fix.kind.split(":")[0] for fix in WRONG_FIXES.values()}) >= 10
 
 
-def test_every_wrong_fix_passes_the_full_test_and_is_wrong_on_its_witness(all_tasks: dict[str, Task], executor: Executor) -> None:
+def test_every_wrong_fix_passes_the_full_test_and_is_wrong_on_its_witness(
+    all_tasks: dict[str, Task], executor: Executor
+) -> None:
     problems = []
     for task_id, fix in WRONG_FIXES.items():
         task = all_tasks[task_id]
         run = executor.run(fix.code, task.test)
         if not run.passed:
             problems.append(f"{task_id} fails its test: {run.message[:200]}")
-        witness = executor.run(fix.code, _WITNESS.format(canonical=task.canonical_code, args=fix.witness, entry=task.entry_point))
+        witness = executor.run(
+            fix.code, _WITNESS.format(canonical=task.canonical_code, args=fix.witness, entry=task.entry_point)
+        )
         if not witness.passed:
             problems.append(f"{task_id} is right on its witness {fix.witness!r}: {witness.message[:200]}")
     assert problems == []
 
 
-def test_the_generated_inputs_catch_at_least_90_percent_of_the_wrong_fixes(all_tasks: dict[str, Task], executor: Executor) -> None:
-    results = {task_id: rb.check(fix.code, all_tasks[task_id], executor, passed=True) for task_id, fix in WRONG_FIXES.items()}
+def test_the_generated_inputs_catch_at_least_90_percent_of_the_wrong_fixes(
+    all_tasks: dict[str, Task], executor: Executor
+) -> None:
+    results = {
+        task_id: rb.check(fix.code, all_tasks[task_id], executor, passed=True) for task_id, fix in WRONG_FIXES.items()
+    }
     missed = sorted(t for t, r in results.items() if r.plus is not False)
     assert len(WRONG_FIXES) - len(missed) >= CATCH_RATE * len(WRONG_FIXES), f"missed: {missed}"
     for task_id, r in results.items():
@@ -74,7 +82,9 @@ def test_the_generated_inputs_catch_at_least_90_percent_of_the_wrong_fixes(all_t
             assert r.example and " the candidate " in r.example and "inputs disagree" in r.example, task_id
 
 
-def test_no_canonical_solution_is_flagged_on_any_of_the_164_tasks(all_tasks: dict[str, Task], executor: Executor) -> None:
+def test_no_canonical_solution_is_flagged_on_any_of_the_164_tasks(
+    all_tasks: dict[str, Task], executor: Executor
+) -> None:
     assert len(all_tasks) == 164
     flagged, tried = {}, []
     for task_id, task in all_tasks.items():

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -109,7 +110,9 @@ CANDIDATES = {
 
 
 @pytest.mark.parametrize(("task_id", "index"), [(t, i) for t, codes in CANDIDATES.items() for i in range(len(codes))])
-def test_the_fast_path_gives_every_candidate_the_verdict_the_comparison_gives(task_id: str, index: int, all_tasks: dict[str, Task], executor: Executor, store: CaseStore) -> None:
+def test_the_fast_path_gives_every_candidate_the_verdict_the_comparison_gives(
+    task_id: str, index: int, all_tasks: dict[str, Task], executor: Executor, store: CaseStore
+) -> None:
     task = all_tasks[task_id]
     cases = store.get(task, None, 0.0, executor)
     assert cases.problem is None and cases.count > 5
@@ -122,7 +125,9 @@ def test_the_fast_path_gives_every_candidate_the_verdict_the_comparison_gives(ta
     assert fast.agrees is (index == 0 or (task_id == "Python/13" and index in (1, 2)))
 
 
-def test_the_judge_takes_a_byte_equal_answer_as_agreeing_so_only_the_harness_makes_the_reply(all_tasks: dict[str, Task], executor: Executor, store: CaseStore) -> None:
+def test_the_judge_takes_a_byte_equal_answer_as_agreeing_so_only_the_harness_makes_the_reply(
+    all_tasks: dict[str, Task], executor: Executor, store: CaseStore
+) -> None:
     """A reply made from wrong answers (never made: the harness makes it from the canonical ones)
     makes the wrong candidate that sends exactly it agree: the judge compared nothing."""
     task = all_tasks["Python/13"]
@@ -133,7 +138,9 @@ def test_the_judge_takes_a_byte_equal_answer_as_agreeing_so_only_the_harness_mak
     assert rb.differential(wrong, task, executor, dataclasses.replace(cases, reply=forged.reply)).agrees is True
 
 
-def test_a_property_test_never_gets_the_fast_path(all_tasks: dict[str, Task], executor: Executor, store: CaseStore) -> None:
+def test_a_property_test_never_gets_the_fast_path(
+    all_tasks: dict[str, Task], executor: Executor, store: CaseStore
+) -> None:
     """Python/32's test checks a property of the answer (any root): there is no answer to match."""
     task = all_tasks["Python/32"]
     cases = store.get(task, None, 0.0, executor)

@@ -21,8 +21,14 @@ from .plus_wrong_fixes import WRONG_FIXES
 
 ROWS = [
     # The fields EvalPlus's rows carry besides these (prompt, canonical_solution, base_input, ...) are ignored.
-    {"task_id": "HumanEval/0", "prompt": "...", "entry_point": "has_close_elements", "base_input": [[[1.0, 2.0], 0.5]],
-     "plus_input": [[[1.0, 5.0], 0.5], [[1.0, 2.0, 2.0], 0.0], [[3.5, 1.25, 9.0], 3.0]], "atol": 0},
+    {
+        "task_id": "HumanEval/0",
+        "prompt": "...",
+        "entry_point": "has_close_elements",
+        "base_input": [[[1.0, 2.0], 0.5]],
+        "plus_input": [[[1.0, 5.0], 0.5], [[1.0, 2.0, 2.0], 0.0], [[3.5, 1.25, 9.0], 3.0]],
+        "atol": 0,
+    },
     {"task_id": "HumanEval/2", "plus_input": [[3.5], [10.125], [0.001]], "atol": 1e-6},
 ]
 
@@ -41,7 +47,14 @@ def test_an_evalplus_file_is_read_task_by_task(tmp_path: Path, gz: bool) -> None
     assert plus.inputs["Python/0"].args[1] == ([1.0, 2.0, 2.0], 0.0) and plus.inputs["Python/0"].atol == 0.0
     assert plus.inputs["Python/2"].atol == 1e-6 and len(plus.inputs["Python/2"].args) == 3
     assert plus.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert plus.source() == {"inputs": "evalplus-file", "path": str(path), "sha256": plus.sha256, "tasks": 2, "inputs_total": 6, "inputs_left_out": 0}
+    assert plus.source() == {
+        "inputs": "evalplus-file",
+        "path": str(path),
+        "sha256": plus.sha256,
+        "tasks": 2,
+        "inputs_total": 6,
+        "inputs_left_out": 0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -62,9 +75,14 @@ def test_a_bad_file_is_refused_in_one_line_naming_the_row(tmp_path: Path, line: 
     assert says in str(err.value) and f"{path}:2" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_score_with_plus_inputs_uses_evalplus_inputs_records_the_file_and_shows_why(tmp_path: Path, dataset_path: Path) -> None:
+def test_score_with_plus_inputs_uses_evalplus_inputs_records_the_file_and_shows_why(
+    tmp_path: Path, dataset_path: Path
+) -> None:
     out = tmp_path / "run.json"
-    proc = run_cli(["--model", "oracle:canonical", "--limit", "3", "--dataset-path", str(dataset_path), "--out", str(out)], cwd=tmp_path)
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--limit", "3", "--dataset-path", str(dataset_path), "--out", str(out)],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text(encoding="utf-8"))
     task0 = next(t for t in data["tasks"] if t["task_id"] == "Python/0")
@@ -73,7 +91,10 @@ def test_score_with_plus_inputs_uses_evalplus_inputs_records_the_file_and_shows_
     plus = _write(tmp_path / "HumanEvalPlus.jsonl", ROWS)
 
     rescored = tmp_path / "rescored.json"
-    proc = run_cli(["score", str(out), "--dataset-path", str(dataset_path), "--plus-inputs", str(plus), "--out", str(rescored)], cwd=tmp_path)
+    proc = run_cli(
+        ["score", str(out), "--dataset-path", str(dataset_path), "--plus-inputs", str(plus), "--out", str(rescored)],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(rescored.read_text(encoding="utf-8"))
     tasks = {t["task_id"]: t for t in result["tasks"]}
@@ -81,7 +102,10 @@ def test_score_with_plus_inputs_uses_evalplus_inputs_records_the_file_and_shows_
     assert result["config"]["plus_source"]["inputs"] == "evalplus-file"
     assert tasks["Python/0"]["passed"] is True and tasks["Python/0"]["plus"] is False
     assert (tasks["Python/0"]["plus_inputs"], tasks["Python/0"]["plus_disagreements"]) == (3, 1)
-    assert "([1.0, 2.0, 2.0], 0.0)" in tasks["Python/0"]["plus_example"] and "gives False, the candidate True" in tasks["Python/0"]["plus_example"]
+    assert (
+        "([1.0, 2.0, 2.0], 0.0)" in tasks["Python/0"]["plus_example"]
+        and "gives False, the candidate True" in tasks["Python/0"]["plus_example"]
+    )
     assert tasks["Python/2"]["plus"] is True and tasks["Python/2"]["plus_inputs"] == 3  # EvalPlus's three inputs
     assert tasks["Python/1"]["plus"] is True and tasks["Python/1"]["plus_inputs"] > 10  # not in the file: generated
     assert result["summary"]["passed_plus"] == 2 and "EvalPlus's inputs" in proc.stderr
@@ -95,5 +119,7 @@ def test_plus_inputs_is_refused_for_a_generations_file(tmp_path: Path, dataset_p
     generations = tmp_path / "gen.json"
     generations.write_text(json.dumps([["def f(): pass"]]), encoding="utf-8")
     plus = _write(tmp_path / "plus.jsonl", ROWS)
-    proc = run_cli(["score", str(generations), "--dataset-path", str(dataset_path), "--plus-inputs", str(plus)], cwd=tmp_path)
+    proc = run_cli(
+        ["score", str(generations), "--dataset-path", str(dataset_path), "--plus-inputs", str(plus)], cwd=tmp_path
+    )
     assert proc.returncode == 2 and "--plus-inputs" in proc.stderr

@@ -55,7 +55,11 @@ def test_agent_settings_keep_the_plain_policy_for_fix() -> None:
 
 @pytest.mark.parametrize(
     ("name", "policy"),
-    [("local-0.5b_tests_repair_rewrite-now_fresh.json", "rewrite-now"), ("local-0.5b_tests_repair_seeded.json", "plain"), ("local-0.5b_tests_max-iters-0.json", "none (one attempt: --max-iters 0)")],
+    [
+        ("local-0.5b_tests_repair_rewrite-now_fresh.json", "rewrite-now"),
+        ("local-0.5b_tests_repair_seeded.json", "plain"),
+        ("local-0.5b_tests_max-iters-0.json", "none (one attempt: --max-iters 0)"),
+    ],
 )
 def test_a_report_names_the_policy_of_a_committed_run(name: str, policy: str) -> None:
     assert f"repair policy: {policy}" in summary_lines(load_run(REPO_ROOT / "results" / name))
@@ -68,7 +72,13 @@ def test_a_comparison_shows_each_runs_policy() -> None:
 
     from humanevalfix.reports.comparison import compare_runs, comparison_table
 
-    a, b = (load_run(REPO_ROOT / "results" / name) for name in ("local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json", "local-0.5b_tests_repair_rewrite-now_fresh.json"))
+    a, b = (
+        load_run(REPO_ROOT / "results" / name)
+        for name in (
+            "local-0.5b_tests_repair_redraw-turn-0_fix-rewrite.json",
+            "local-0.5b_tests_repair_rewrite-now_fresh.json",
+        )
+    )
     console = Console(file=StringIO(), width=200)
     console.print(comparison_table(compare_runs(a, b)))
     row = next(line for line in console.file.getvalue().splitlines() if "repair policy" in line)
@@ -89,7 +99,13 @@ def test_resuming_a_run_of_an_earlier_default_names_every_option_and_its_policy(
     first = _config("--policy", "redraw", "--dataset-path", str(tiny_dataset), "--out", str(out), "--limit", "1")
     run_eval(first, Console(file=io.StringIO()))
     stream = out.with_suffix(".jsonl")
-    with pytest.raises(UserError, match=r"option --rewrite-again differs .*\('continue' there, 'fresh' now\), and --rewrite-now too; its repair policy was redraw \(see --policy\)"):
+    with pytest.raises(
+        UserError,
+        match=r"option --rewrite-again differs .*\('continue' there, 'fresh' now\), and --rewrite-now too; its repair policy was redraw \(see --policy\)",
+    ):
         run_eval(_config("--dataset-path", str(tiny_dataset), "--resume", str(stream)), Console(file=io.StringIO()))
-    resumed = run_eval(_config("--policy", "redraw", "--dataset-path", str(tiny_dataset), "--resume", str(stream)), Console(file=io.StringIO()))
+    resumed = run_eval(
+        _config("--policy", "redraw", "--dataset-path", str(tiny_dataset), "--resume", str(stream)),
+        Console(file=io.StringIO()),
+    )
     assert resumed.status == "complete"

@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from rich.console import Console
 
-from humanevalfix.cli import build_parser, config_from_args
-from humanevalfix.config import RunConfig
-from humanevalfix.evaluation.dataset import Task
-from humanevalfix.errors import ConfigError, UserError
 from humanevalfix.agent import AgentSettings, Rewrite, request_for_task
 from humanevalfix.agent.prompts import rewrite_messages, task_prompt
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
-from humanevalfix.runspec import from_dict
-from humanevalfix.reports.summary import summary_table
+from humanevalfix.cli import build_parser, config_from_args
+from humanevalfix.config import RunConfig
+from humanevalfix.errors import ConfigError, UserError
+from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.reports.summary import summary_table
+from humanevalfix.runspec import from_dict
+from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, tool_call
 
 from .conftest import KEYS_ENV, entry_point_of, results_of
-from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, tool_call
 
 TASK = Task(
     task_id="Demo/0",
@@ -68,7 +69,9 @@ def settings_for(protocol: str) -> AgentSettings:
 
 @pytest.mark.parametrize("text_protocol", [False, True], ids=["native", "text"])
 def test_each_protocol_shows_exactly_its_information(text_protocol: bool) -> None:
-    shown = {name: task_prompt(request_for_task(TASK, settings_for(name)), text_protocol=text_protocol) for name in PROTOCOLS}
+    shown = {
+        name: task_prompt(request_for_task(TASK, settings_for(name)), text_protocol=text_protocol) for name in PROTOCOLS
+    }
     has_doc = {name: "Return the sum of a and b." in text for name, text in shown.items()}
     has_full = {name: "assert add(5, 5) == 10" in text for name, text in shown.items()}
     has_example = {name: "assert add(1, 2) == 3" in text for name, text in shown.items()}
@@ -83,11 +86,17 @@ def test_each_protocol_shows_exactly_its_information(text_protocol: bool) -> Non
     # tests to check one against, so its conversation never rewrites (TextConversation).
     rewrites = {name: request_for_task(TASK, settings_for(name)).rewrite for name in PROTOCOLS}
     assert {name: r.description if r else None for name, r in rewrites.items()} == {
-        "tests": "", "docs": TASK.docstring, "hidden": TASK.docstring, "agent": TASK.docstring
+        "tests": "",
+        "docs": TASK.docstring,
+        "hidden": TASK.docstring,
+        "agent": TASK.docstring,
     }
     rewrite_prompt = rewrite_messages(request_for_task(TASK, settings_for("tests")))
     assert "Return the sum" not in json.dumps(rewrite_prompt) and "return a - b" not in json.dumps(rewrite_prompt)
-    assert "passes the tests below" in rewrite_prompt[1]["content"] and "assert add(5, 5) == 10" in rewrite_prompt[1]["content"]
+    assert (
+        "passes the tests below" in rewrite_prompt[1]["content"]
+        and "assert add(5, 5) == 10" in rewrite_prompt[1]["content"]
+    )
 
 
 def test_the_native_tool_does_not_promise_tests_it_will_not_run() -> None:
@@ -132,7 +141,10 @@ def test_older_results_are_given_their_protocol() -> None:
     assert protocol_of({"docstring": True, "feedback": "example"}) == "hidden"
     assert protocol_of({"docstring": False, "feedback": "none"}).startswith("custom")
     # A spec written as it is: the protocol as named, its parts with it.
-    assert from_dict({"schema_version": 2, "protocol": "tests", "docstring": False, "feedback": "tests"}).protocol.name == "tests"
+    assert (
+        from_dict({"schema_version": 2, "protocol": "tests", "docstring": False, "feedback": "tests"}).protocol.name
+        == "tests"
+    )
 
 
 def _canonical(tasks: dict[str, Task], prompts: list[str]) -> Callable[[Recorded], Response]:
@@ -179,7 +191,10 @@ def test_a_run_sends_what_its_protocol_shows_and_records_it(
 
 
 def test_docs_protocol_feeds_back_only_whether_the_code_runs(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     """The buggy code runs without raising, so under docs the loop has no failure to show: the
     model is told only that it ran, and the hidden tests still fail it at scoring."""
@@ -203,14 +218,20 @@ def test_resume_with_another_protocol_is_refused(tmp_path: Path, dataset_path: P
 
     oracle = resolve("oracle:canonical", presets={})
     out = tmp_path / "run.json"
-    first = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, limit=3, out=out, protocol="hidden"), Console(file=io.StringIO()))
+    first = run_eval(
+        RunConfig(preset=oracle, dataset_path=dataset_path, limit=3, out=out, protocol="hidden"),
+        Console(file=io.StringIO()),
+    )
     stream = first.stream_path
     lines = stream.read_text(encoding="utf-8").splitlines(keepends=True)
     stream.write_text("".join(lines[:2]), encoding="utf-8")  # interrupted after one task
 
     with pytest.raises(UserError, match=r"--protocol.*hidden.*tests|--protocol.*tests.*hidden"):
         run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream), Console(file=io.StringIO()))
-    resumed = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, protocol="hidden"), Console(file=io.StringIO()))
+    resumed = run_eval(
+        RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, protocol="hidden"),
+        Console(file=io.StringIO()),
+    )
     assert resumed.status == "complete" and len(resumed.records) == 3
     assert results_of(resumed.results_path)["config"]["protocol"] == "hidden"
 
@@ -219,7 +240,10 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
     from humanevalfix.models.presets import resolve
 
     oracle = resolve("oracle:canonical", presets={})
-    first = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, limit=2, out=tmp_path / "old.json", protocol="agent"), Console(file=io.StringIO()))
+    first = run_eval(
+        RunConfig(preset=oracle, dataset_path=dataset_path, limit=2, out=tmp_path / "old.json", protocol="agent"),
+        Console(file=io.StringIO()),
+    )
     stream = first.stream_path
     entries: list[dict[str, Any]] = [json.loads(line) for line in stream.read_text(encoding="utf-8").splitlines()]
     del entries[0]["config"]["protocol"]  # as an older version wrote it (docstring True, feedback tests)
@@ -227,7 +251,10 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
 
     with pytest.raises(UserError, match=r"--protocol"):
         run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream), Console(file=io.StringIO()))
-    resumed = run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, protocol="agent"), Console(file=io.StringIO()))
+    resumed = run_eval(
+        RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, protocol="agent"),
+        Console(file=io.StringIO()),
+    )
     assert resumed.status == "complete" and len(resumed.records) == 2
 
 
@@ -237,12 +264,32 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
         ([], (1, 1, ("fix", "rewrite"), 2, "fresh", True)),  # the default since commit 548466f's run (docs/results.md)
         (["--redraws", "1"], (1, None, ("fix", "rewrite"), 2)),  # --redraws N alone: every turn, as before
         (["--redraw-turns", "2"], (1, 2, ("fix", "rewrite"), 2)),
-        (["--redraws", "0", "--strategies", "fix,explain,rewrite", "--rewrite-again", "continue", "--no-rewrite-now"], (0, None, None, 2, "continue", False)),  # the first policy: stored as runs before it were
-        (["--no-rewrite-now", "--rewrite-again", "continue"], (1, 1, ("fix", "rewrite"), 2, "continue", False)),  # the default before it
+        (
+            [
+                "--redraws",
+                "0",
+                "--strategies",
+                "fix,explain,rewrite",
+                "--rewrite-again",
+                "continue",
+                "--no-rewrite-now",
+            ],
+            (0, None, None, 2, "continue", False),
+        ),  # the first policy: stored as runs before it were
+        (
+            ["--no-rewrite-now", "--rewrite-again", "continue"],
+            (1, 1, ("fix", "rewrite"), 2, "continue", False),
+        ),  # the default before it
         (["--policy", "redraw"], (1, 1, ("fix", "rewrite"), 2, "continue", False)),  # ... by its name
         (["--policy", "plain"], (0, None, None, 2, "continue", False)),  # the first policy
-        (["--policy", "plain", "--redraws", "1"], (1, None, None, 2, "continue", False)),  # an option overrides its part
-        (["--policy", "redraw", "--redraw-turns", "2", "--rewrite-now"], (1, 2, ("fix", "rewrite"), 2, "continue", True)),
+        (
+            ["--policy", "plain", "--redraws", "1"],
+            (1, None, None, 2, "continue", False),
+        ),  # an option overrides its part
+        (
+            ["--policy", "redraw", "--redraw-turns", "2", "--rewrite-now"],
+            (1, 2, ("fix", "rewrite"), 2, "continue", True),
+        ),
         (["--strategies", "rewrite,explain"], (1, 1, ("explain", "rewrite"), 2)),  # escalation order
         (["--rewrite-turns", "1"], (1, 1, ("fix", "rewrite"), 1)),
         (["--rewrite-again", "continue"], (1, 1, ("fix", "rewrite"), 2, "continue", True)),
@@ -250,10 +297,19 @@ def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: P
 )
 def test_the_eval_repair_policy_options_and_their_defaults(options: list[str], policy: tuple[object, ...]) -> None:
     config = config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))
-    assert (config.redraws, config.redraw_turns, config.strategies, config.rewrite_turns, config.rewrite_again, config.rewrite_now)[: len(policy)] == policy
+    assert (
+        config.redraws,
+        config.redraw_turns,
+        config.strategies,
+        config.rewrite_turns,
+        config.rewrite_again,
+        config.rewrite_now,
+    )[: len(policy)] == policy
 
 
-@pytest.mark.parametrize("options", [["--policy", "plain", "--redraw-turns", "2"], ["--redraws", "0", "--redraw-turns", "1"]])
+@pytest.mark.parametrize(
+    "options", [["--policy", "plain", "--redraw-turns", "2"], ["--redraws", "0", "--redraw-turns", "1"]]
+)
 def test_redraw_turns_without_redraws_is_one_error(options: list[str]) -> None:
     with pytest.raises(ConfigError, match=r"--redraw-turns: only with --redraws N"):
         config_from_args(build_parser().parse_args(["eval", "--model", "oracle:canonical", *options]))

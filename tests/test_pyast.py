@@ -8,7 +8,7 @@ meanwhile (python/cpython#106905). The finalizers below make that happen within 
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from humanevalfix import pyast
 from humanevalfix.evaluation.dataset import Task
@@ -22,7 +22,9 @@ class _Cycle:
         sum(range(50))  # Python code during a collection: a point where threads switch
 
 
-def _errors_in_parallel(parse: Callable[[str], object], sources: list[str], threads: int = 4, rounds: int = 3) -> list[str]:
+def _errors_in_parallel(
+    parse: Callable[[str], object], sources: list[str], threads: int = 4, rounds: int = 3
+) -> list[str]:
     errors: list[str] = []
 
     def work() -> None:

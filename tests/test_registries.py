@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from humanevalfix.cli import build_parser
 from humanevalfix.agent.strategies import STRATEGIES
+from humanevalfix.cli import build_parser
 from humanevalfix.errors import ConfigError, DatasetError
 from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.models.catalog import PROVIDERS, selectable_providers
@@ -138,7 +138,11 @@ def test_an_unknown_dataset_suffix_names_the_registered_ones(tmp_path: Path) -> 
 def test_the_sandbox_page_lists_every_registered_sandbox() -> None:
     """docs/sandbox.md's table and its `--sandbox {...}` line name the built-in kinds, in order."""
     text = (ARCHITECTURE.parent / "sandbox.md").read_text(encoding="utf-8")
-    rows = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| `") and not line.startswith("| `--")]
+    rows = [
+        line.split("|")[1].strip()
+        for line in text.splitlines()
+        if line.startswith("| `") and not line.startswith("| `--")
+    ]
     listed = [row.split("`")[1] for row in rows[: len(SANDBOXES)]]
     assert listed == list(SANDBOXES)
     assert f"`--sandbox {{{','.join(SANDBOXES)}}}`" in text

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,46 +35,100 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "repair_requests.json"
 # | reject (the endpoint refuses `tools`); code buggy | canonical | wrong<N> | badsig | syntax.
 SCENARIOS: dict[str, tuple[str, bool, dict[str, Any], list[tuple[str, str]]]] = {
     "text: fix, explain, rewrite, prose, then a pass": (
-        "Python/3", False, {"max_iters": 5, "temperatures": (0.0, 0.5), "rewrite_turns": None},
-        [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "buggy"), ("prose", ""), ("fenced", "wrong1"), ("fenced", "canonical")],
+        "Python/3",
+        False,
+        {"max_iters": 5, "temperatures": (0.0, 0.5), "rewrite_turns": None},
+        [
+            ("fenced", "buggy"),
+            ("fenced", "buggy"),
+            ("fenced", "buggy"),
+            ("prose", ""),
+            ("fenced", "wrong1"),
+            ("fenced", "canonical"),
+        ],
     ),
     # The default since the rewrite cap: the last resort's two turns, then the task ends as `stuck`.
     "text: rewrite gets two turns, then stuck": (
-        "Python/3", False, {"max_iters": 5},
+        "Python/3",
+        False,
+        {"max_iters": 5},
         [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong1")],
     ),
     "text: the second half rewrites; helpers restored": (
-        "Python/10", False, {"max_iters": 5, "rewrite_turns": None},
-        [("fenced", "wrong1"), ("fenced", "wrong2"), ("fenced", "wrong3"), ("fenced", "wrong4"), ("fenced", "wrong3"), ("fenced", "canonical")],
+        "Python/10",
+        False,
+        {"max_iters": 5, "rewrite_turns": None},
+        [
+            ("fenced", "wrong1"),
+            ("fenced", "wrong2"),
+            ("fenced", "wrong3"),
+            ("fenced", "wrong4"),
+            ("fenced", "wrong3"),
+            ("fenced", "canonical"),
+        ],
     ),
     "text: no docstring, rewrite from the tests": (
-        "Python/0", False, {"max_iters": 3, "docstring": False},
+        "Python/0",
+        False,
+        {"max_iters": 3, "docstring": False},
         [("fenced", "buggy"), ("fenced", "buggy"), ("fenced", "badsig"), ("fenced", "syntax")],
     ),
     "text: example feedback": (
-        "Python/0", False, {"max_iters": 3, "feedback": "example"},
+        "Python/0",
+        False,
+        {"max_iters": 3, "feedback": "example"},
         [("fenced", "wrong1"), ("prose", ""), ("fenced", "canonical")],
     ),
-    "native: example feedback without an example": ("Python/38", True, {"max_iters": 2, "feedback": "example"}, [("native", "wrong1")]),
-    "text: no feedback": ("Python/3", False, {"max_iters": 2, "feedback": "none"}, [("prose", ""), ("fenced", "wrong1")]),
+    "native: example feedback without an example": (
+        "Python/38",
+        True,
+        {"max_iters": 2, "feedback": "example"},
+        [("native", "wrong1")],
+    ),
+    "text: no feedback": (
+        "Python/3",
+        False,
+        {"max_iters": 2, "feedback": "none"},
+        [("prose", ""), ("fenced", "wrong1")],
+    ),
     "text: max-iters 0": ("Python/3", False, {"max_iters": 0}, [("fenced", "wrong1")]),
     "native: malformed, fail, repeat, two calls, then stops calling": (
-        "Python/3", True, {"max_iters": 5},
+        "Python/3",
+        True,
+        {"max_iters": 5},
         [("malformed", ""), ("native", "wrong1"), ("native", "wrong1"), ("natives", "wrong2"), ("prose", "")],
     ),
     "native: refusals, then a pass": (
-        "Python/0", True, {"max_iters": 3, "max_tokens": 333},
+        "Python/0",
+        True,
+        {"max_iters": 3, "max_tokens": 333},
         [("native", "badsig"), ("native", "syntax"), ("fenced", "wrong1"), ("native", "canonical")],
     ),
-    "native: no feedback, prose first": ("Python/38", True, {"max_iters": 1, "feedback": "none"}, [("prose", ""), ("native", "wrong1")]),
+    "native: no feedback, prose first": (
+        "Python/38",
+        True,
+        {"max_iters": 1, "feedback": "none"},
+        [("prose", ""), ("native", "wrong1")],
+    ),
     "native: max-iters 0": ("Python/0", True, {"max_iters": 0, "docstring": False}, [("native", "canonical")]),
     "native: tools rejected, text from the same turn": (
-        "Python/3", True, {"max_iters": 4},
+        "Python/3",
+        True,
+        {"max_iters": 4},
         [("reject", ""), ("fenced", "buggy"), ("fenced", "wrong1"), ("fenced", "wrong1"), ("fenced", "canonical")],
     ),
     "native: a call written as text switches mid-task": (
-        "Python/10", True, {"max_iters": 5, "rewrite_turns": None},
-        [("native", "wrong1"), ("hermes", "wrong2"), ("fenced", "wrong2"), ("fenced", "wrong3"), ("fenced", "wrong4"), ("fenced", "canonical")],
+        "Python/10",
+        True,
+        {"max_iters": 5, "rewrite_turns": None},
+        [
+            ("native", "wrong1"),
+            ("hermes", "wrong2"),
+            ("fenced", "wrong2"),
+            ("fenced", "wrong3"),
+            ("fenced", "wrong4"),
+            ("fenced", "canonical"),
+        ],
     ),
 }
 
@@ -111,20 +164,28 @@ class ScriptedModel:
         usage = Usage(prompt_tokens=100 + len(self.requests), completion_tokens=10)
         n = len(self.requests)
         if kind == "reject":
-            raise ModelCallError("HTTP 400: tools are not supported") from ToolsRejected("this model does not support tools")
+            raise ModelCallError("HTTP 400: tools are not supported") from ToolsRejected(
+                "this model does not support tools"
+            )
         if kind == "fenced":
             return ChatReply(f"Here is the fix:\n```python\n{code.rstrip()}\n```\n", usage=usage)
         if kind == "prose":
             return ChatReply("I think the function is correct.", usage=usage)
         if kind == "hermes":
-            return ChatReply(f"<tool_call>\n{json.dumps({'name': 'run_code', 'arguments': {'code': code}})}\n</tool_call>", usage=usage)
+            return ChatReply(
+                f"<tool_call>\n{json.dumps({'name': 'run_code', 'arguments': {'code': code}})}\n</tool_call>",
+                usage=usage,
+            )
         if kind == "malformed":
             return ChatReply("", [ToolCall(f"call_{n}", "run_code", '{"code": "def f(')], usage=usage)
         if kind == "native":
             return ChatReply("", [ToolCall(f"call_{n}", "run_code", json.dumps({"code": code}))], usage=usage)
         if kind == "natives":
             other = candidate(self.task, "wrong9")
-            calls = [ToolCall(f"call_{n}a", "run_code", json.dumps({"code": code})), ToolCall(f"call_{n}b", "run_code", json.dumps({"code": other}))]
+            calls = [
+                ToolCall(f"call_{n}a", "run_code", json.dumps({"code": code})),
+                ToolCall(f"call_{n}b", "run_code", json.dumps({"code": other})),
+            ]
             return ChatReply("Two tries.", calls, usage=usage)
         raise ValueError(kind)
 
@@ -143,7 +204,11 @@ class ScriptedExecutor:
         self.runs.append((code, test))
         if not test.strip() or fingerprint(code) == self.good:
             return ExecResult("passed", "")
-        return ExecResult("failed", f"AssertionError: candidate {fingerprint(code)[:6]}\ngot: 0", output="printed\n" if "_WRONG = 2" in code else "")
+        return ExecResult(
+            "failed",
+            f"AssertionError: candidate {fingerprint(code)[:6]}\ngot: 0",
+            output="printed\n" if "_WRONG = 2" in code else "",
+        )
 
     def close(self) -> None:
         pass
@@ -157,7 +222,13 @@ def run_scenario(task: Task, native: bool, settings: dict[str, Any], replies: li
     assert not model.replies, "every scripted reply is used"
     return {
         "requests": [
-            {"messages": r.messages, "temperature": r.temperature, "max_tokens": r.max_tokens, "tools": r.tools, "task_id": r.task_id}
+            {
+                "messages": r.messages,
+                "temperature": r.temperature,
+                "max_tokens": r.max_tokens,
+                "tools": r.tools,
+                "task_id": r.task_id,
+            }
             for r in model.requests
         ],
         "attempts": result.attempts_dicts(),  # as recorded
@@ -172,7 +243,10 @@ def run_scenario(task: Task, native: bool, settings: dict[str, Any], replies: li
 
 
 def capture(tasks: dict[str, Task]) -> dict[str, Any]:
-    return {name: run_scenario(tasks[tid], native, settings, replies) for name, (tid, native, settings, replies) in SCENARIOS.items()}
+    return {
+        name: run_scenario(tasks[tid], native, settings, replies)
+        for name, (tid, native, settings, replies) in SCENARIOS.items()
+    }
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -191,7 +265,15 @@ def test_the_scenarios_reach_every_strategy_and_outcome() -> None:
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     attempts = [a for scenario in golden.values() for a in scenario["attempts"]]
     assert {a["strategy"] for a in attempts} == {"native", "fix", "explain", "rewrite"}
-    assert {a["outcome"] for a in attempts} >= {"passed", "failed", "invalid", "repeat", "malformed", "no_code", "not_run"}
+    assert {a["outcome"] for a in attempts} >= {
+        "passed",
+        "failed",
+        "invalid",
+        "repeat",
+        "malformed",
+        "no_code",
+        "not_run",
+    }
     assert {s["stop_reason"] for s in golden.values()} == {"passed", "stopped_calling", "budget", "stuck"}
     assert {s["tool_mode"] for s in golden.values()} == {"native", "text"}
 

@@ -4,29 +4,28 @@ the PNG, the self-contained HTML, and the comparison of two runs with its statis
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 import struct
 from pathlib import Path
 from typing import Any
 
-import io
-
 import pytest
 from rich.console import Console
 
 from humanevalfix.cli import main
 from humanevalfix.config import RunConfig
-from humanevalfix.models.presets import resolve
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.models.presets import resolve
 from humanevalfix.reports.comparison import mcnemar_exact, paired_bootstrap
 from humanevalfix.reports.runs import cumulative_pass_rate, load_run, rates_by, solved_turn
 from humanevalfix.reports.visualize import write_reports
-
-from .conftest import KEYS_ENV, TINY_TASK_IDS, clean_env, entry_point_of, results_of, run_cli
 from humanevalfix.testing.oracle import scripted_repairs
 from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
+
+from .conftest import KEYS_ENV, TINY_TASK_IDS, clean_env, entry_point_of, results_of, run_cli
 
 PRICE_IN, PRICE_OUT = 2.5, 10.0
 # The scripted model fixes the first task at once, the second on turn 1, never the third.
@@ -46,7 +45,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory, dataset_path: Path) -> dict[s
     from humanevalfix.evaluation.dataset import load_file
 
     tmp = tmp_path_factory.mktemp("reports")
-    rows = {json.loads(line)["task_id"]: line for line in dataset_path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    rows = {
+        json.loads(line)["task_id"]: line
+        for line in dataset_path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
     tiny = tmp / "tiny.jsonl"
     tiny.write_text("".join(rows[t] + "\n" for t in TINY_TASK_IDS), encoding="utf-8")
     tasks = load_file(tiny).tasks
@@ -59,9 +62,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory, dataset_path: Path) -> dict[s
             encoding="utf-8",
         )
         proc = run_cli(
-            ["--models-file", str(models), "--model", "priced", "--dataset-path", str(tiny), "--max-iters", str(MAX_ITERS),
-             "--workers", "2", "--out", str(a), "--visualize"],
-            cwd=tmp, env=clean_env(),
+            [
+                "--models-file",
+                str(models),
+                "--model",
+                "priced",
+                "--dataset-path",
+                str(tiny),
+                "--max-iters",
+                str(MAX_ITERS),
+                "--workers",
+                "2",
+                "--out",
+                str(a),
+                "--visualize",
+            ],
+            cwd=tmp,
+            env=clean_env(),
         )
     assert proc.returncode == 0, proc.stderr
     # B in-process (the same runner the CLI calls); one scored run per task.
@@ -121,8 +138,14 @@ def test_html_diff_shows_the_fix_against_the_buggy_code(runs: dict[str, Any]) ->
     page = runs["a"].with_name("a.report.html").read_text(encoding="utf-8")
     fixed = runs["tasks"][TINY_TASK_IDS[0]]
     buggy_lines = {line.strip() for line in fixed.buggy_code.splitlines()}
-    added = [line for line in (fixed.canonical_code or "").splitlines() if line.strip() and line.strip() not in buggy_lines]
-    removed = [line for line in fixed.buggy_code.splitlines() if line.strip() and line.strip() not in {l.strip() for l in (fixed.canonical_code or "").splitlines()}]
+    added = [
+        line for line in (fixed.canonical_code or "").splitlines() if line.strip() and line.strip() not in buggy_lines
+    ]
+    removed = [
+        line
+        for line in fixed.buggy_code.splitlines()
+        if line.strip() and line.strip() not in {l.strip() for l in (fixed.canonical_code or "").splitlines()}
+    ]
     assert added and removed
     assert f'<span class="add">+{html_lib.escape(added[0].rstrip())}</span>' in page
     assert f'<span class="del">-{html_lib.escape(removed[0].rstrip())}</span>' in page
@@ -132,7 +155,9 @@ def test_html_diff_shows_the_fix_against_the_buggy_code(runs: dict[str, Any]) ->
     assert f'<td class="err"><pre>{html_lib.escape(unsolved.score_message)}</pre></td>' in page
 
 
-def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(runs: dict[str, Any], tmp_path: Path) -> None:
+def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(
+    runs: dict[str, Any], tmp_path: Path
+) -> None:
     """A results file without buggy_code (older runs) still gets diffs; hostile code stays text."""
     data = results_of(runs["a"])
     for task in data["tasks"]:
@@ -140,7 +165,10 @@ def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(runs:
     data["tasks"][0]["final_code"] = data["tasks"][0]["final_code"] + "\n# </pre><script>alert('x')</script>\n"
     old = tmp_path / "old.json"
     old.write_text(json.dumps(data), encoding="utf-8")
-    assert write_reports(old, tmp_path / "out" / "page.html") == [tmp_path / "out" / "page.png", tmp_path / "out" / "page.html"]
+    assert write_reports(old, tmp_path / "out" / "page.html") == [
+        tmp_path / "out" / "page.png",
+        tmp_path / "out" / "page.html",
+    ]
     page = (tmp_path / "out" / "page.html").read_text(encoding="utf-8")
     assert (tmp_path / "out" / "page.png").is_file()
     assert "<script>" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
@@ -201,7 +229,11 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     torn.write_text('{"tasks": [', encoding="utf-8")
     binary = tmp_path / "binary.json"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    for path, why in ((torn, "not valid JSON (Expecting value at line 1)"), (binary, "not valid JSON (not UTF-8 text)"), (tmp_path, "results file cannot be read")):
+    for path, why in (
+        (torn, "not valid JSON (Expecting value at line 1)"),
+        (binary, "not valid JSON (not UTF-8 text)"),
+        (tmp_path, "results file cannot be read"),
+    ):
         code, err = run(str(path))
         assert code == 2 and f"{path}" in err and why in err, err
         assert "Traceback" not in err
@@ -211,9 +243,22 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_solved_turn_ignores_repeats_of_the_final_code() -> None:
     record = TaskRecord(
-        task_id="t", entry_point="f", bug_type="", failure_symptoms="", scores={"verdict": {"passed": True, "passed_first": False}},
-        iterations=4, executions=2, stop_reason="stopped_calling", tool_mode="native", first_code="a",
-        final_code="b", score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0,
+        task_id="t",
+        entry_point="f",
+        bug_type="",
+        failure_symptoms="",
+        scores={"verdict": {"passed": True, "passed_first": False}},
+        iterations=4,
+        executions=2,
+        stop_reason="stopped_calling",
+        tool_mode="native",
+        first_code="a",
+        final_code="b",
+        score_message="",
+        tokens_in=0,
+        tokens_out=0,
+        model_latency_s=0.0,
+        wall_s=0.0,
         attempts=[
             {"turn": 0, "outcome": "failed", "code": "a"},
             {"turn": 1, "outcome": "failed", "code": "b"},
@@ -280,9 +325,23 @@ def test_the_error_list_shows_the_first_ten_then_a_count() -> None:
 
     def record(i: int, error: str | None) -> TaskRecord:
         return TaskRecord(
-            task_id=f"Python/{i}", entry_point="f", bug_type="", failure_symptoms="", scores={"verdict": {"passed": False, "passed_first": False}},
-            iterations=0, executions=0, stop_reason="error" if error else "budget", tool_mode="text", first_code=None,
-            final_code=None, score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0, error=error,
+            task_id=f"Python/{i}",
+            entry_point="f",
+            bug_type="",
+            failure_symptoms="",
+            scores={"verdict": {"passed": False, "passed_first": False}},
+            iterations=0,
+            executions=0,
+            stop_reason="error" if error else "budget",
+            tool_mode="text",
+            first_code=None,
+            final_code=None,
+            score_message="",
+            tokens_in=0,
+            tokens_out=0,
+            model_latency_s=0.0,
+            wall_s=0.0,
+            error=error,
         )
 
     records = [record(i, f"cause {i}" if i != 3 else None) for i in range(13)]  # 12 errors, one task without
@@ -294,10 +353,22 @@ def test_the_error_list_shows_the_first_ten_then_a_count() -> None:
 
 def _record(task_id: str, passed: bool, plus: bool | None, final: str, attempts: list[dict[str, Any]]) -> TaskRecord:
     return TaskRecord(
-        task_id=task_id, entry_point="f", bug_type="", failure_symptoms="",
+        task_id=task_id,
+        entry_point="f",
+        bug_type="",
+        failure_symptoms="",
         scores={"verdict": {"passed": passed, "passed_first": False}, "plus": {"final": plus}},
-        iterations=len(attempts), executions=len(attempts), stop_reason="passed" if passed else "stuck", tool_mode="text",
-        first_code=None, final_code=final, score_message="", tokens_in=0, tokens_out=0, model_latency_s=0.0, wall_s=0.0,
+        iterations=len(attempts),
+        executions=len(attempts),
+        stop_reason="passed" if passed else "stuck",
+        tool_mode="text",
+        first_code=None,
+        final_code=final,
+        score_message="",
+        tokens_in=0,
+        tokens_out=0,
+        model_latency_s=0.0,
+        wall_s=0.0,
         attempts=attempts,
     )
 
@@ -307,9 +378,20 @@ def test_passes_by_strategy_count_the_turn_that_wrote_the_final_code() -> None:
 
     records = [
         # rewrite wrote the final code, after a failed fix turn
-        _record("a", True, True, "x", [{"outcome": "failed", "code": "w", "strategy": "fix"}, {"outcome": "passed", "code": "x", "strategy": "rewrite"}]),
+        _record(
+            "a",
+            True,
+            True,
+            "x",
+            [
+                {"outcome": "failed", "code": "w", "strategy": "fix"},
+                {"outcome": "passed", "code": "x", "strategy": "rewrite"},
+            ],
+        ),
         # written and read back: stored, the turn names the final code instead of repeating it
-        TaskRecord.from_dict(_record("b", True, False, "y", [{"outcome": "passed", "code": "y", "strategy": "rewrite"}]).to_dict()),
+        TaskRecord.from_dict(
+            _record("b", True, False, "y", [{"outcome": "passed", "code": "y", "strategy": "rewrite"}]).to_dict()
+        ),
         _record("c", True, None, "z", [{"outcome": "passed", "code": "z", "strategy": "fix"}]),  # pass@1+ not checked
         _record("d", False, None, "q", [{"outcome": "failed", "code": "q", "strategy": "fix"}]),  # not a pass
         _record("e", True, True, "o", []),  # an oracle: no turn wrote it
@@ -322,9 +404,9 @@ def test_passes_by_strategy_count_the_turn_that_wrote_the_final_code() -> None:
 
 
 def test_the_report_and_the_summary_show_passes_by_strategy(runs: dict[str, Any], tmp_path: Path) -> None:
+    from humanevalfix.evaluation.results import Summary
     from humanevalfix.reports.runs import summary_lines
     from humanevalfix.reports.summary import print_summary
-    from humanevalfix.evaluation.results import Summary
 
     run = load_run(runs["a"])
     expected = {}
@@ -353,8 +435,8 @@ def test_the_committed_default_run_passes_by_strategy() -> None:
 
 def test_a_strategy_name_is_shown_as_text_not_markup(runs: dict[str, Any]) -> None:
     """A plugin's strategy may be named anything the registry takes, brackets included."""
-    from humanevalfix.reports.summary import summary_table
     from humanevalfix.evaluation.results import Summary
+    from humanevalfix.reports.summary import summary_table
 
     run = load_run(runs["a"])
     records = [_record("t", True, True, "x", [{"outcome": "passed", "code": "x", "strategy": "[red]odd[/red]"}])]

@@ -8,19 +8,20 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from humanevalfix.config import RunConfig
-from humanevalfix.evaluation.dataset import Task
 from humanevalfix.errors import UserError
+from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.records import read_stream
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, tool_call
 
 from .conftest import CLI, KEYS_ENV, clean_env, entry_point_of, results_of, run_cli, stream_records
-from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, tool_call
 
 TASK_COUNT = 5
 COMPARED = ("task_id", "passed", "passed_first", "first_code", "final_code", "iterations", "executions", "stop_reason")
@@ -49,7 +50,11 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
     handler = fixed_answers(tasks)
 
     with ScriptedServer(handler) as server:
-        baseline = run_eval(make_config(server, dataset_path, task_ids=tuple(task_ids), max_iters=1, workers=2, out=tmp_path / "baseline.json"))
+        baseline = run_eval(
+            make_config(
+                server, dataset_path, task_ids=tuple(task_ids), max_iters=1, workers=2, out=tmp_path / "baseline.json"
+            )
+        )
     assert baseline.status == "complete" and len(baseline.records) == TASK_COUNT
     expected = compared([r.to_dict() for r in baseline.records])
 
@@ -57,7 +62,16 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
     stream = out.with_suffix(".jsonl")
     # Slow replies, so the run is still going when it is interrupted.
     with ScriptedServer(handler, latency_s=0.15) as server:
-        common = ["--model", "scripted-model", "--base-url", server.base_url, "--dataset-path", str(dataset_path), "--max-iters", "1"]
+        common = [
+            "--model",
+            "scripted-model",
+            "--base-url",
+            server.base_url,
+            "--dataset-path",
+            str(dataset_path),
+            "--max-iters",
+            "1",
+        ]
         proc = subprocess.Popen(
             [sys.executable, str(CLI), *common, "--limit", str(TASK_COUNT), "--out", str(out)],
             cwd=tmp_path,
@@ -114,7 +128,10 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
 
 
 def test_resume_reruns_tasks_that_ended_in_an_infrastructure_error(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, "sk-test-resume-0001")
     good = lambda rec: tool_call(tiny_tasks[entry_point_of(rec)].canonical_code or "")  # noqa: E731
@@ -131,7 +148,9 @@ def test_resume_reruns_tasks_that_ended_in_an_infrastructure_error(
         assert [entry_point_of(r) for r in server.chat_requests()] == ["truncate_number"]
     assert second.status == "complete"
     assert [(r.task_id, r.passed, r.error) for r in second.records] == [
-        ("Python/0", True, None), ("Python/2", True, None), ("Python/3", True, None)
+        ("Python/0", True, None),
+        ("Python/2", True, None),
+        ("Python/3", True, None),
     ]
     _, records = read_stream(first.stream_path)
     assert len(records) == 3 and all(r.error is None for r in records)  # the rerun replaced the errored record
@@ -141,7 +160,10 @@ def test_resume_of_a_missing_or_foreign_stream_is_a_clear_error(tmp_path: Path, 
     with pytest.raises(UserError, match="file not found"):
         read_stream(tmp_path / "none.jsonl")
     foreign = tmp_path / "foreign.jsonl"
-    foreign.write_text(json.dumps({"type": "config", "config": {}}) + "\n" + json.dumps({"type": "task", "record": {"x": 1}}) + "\n", encoding="utf-8")
+    foreign.write_text(
+        json.dumps({"type": "config", "config": {}}) + "\n" + json.dumps({"type": "task", "record": {"x": 1}}) + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(UserError, match=rf"{foreign}:2: not a task record"):
         read_stream(foreign)
     foreign.write_text("[1, 2]\n", encoding="utf-8")
@@ -152,7 +174,9 @@ def test_resume_of_a_missing_or_foreign_stream_is_a_clear_error(tmp_path: Path, 
         read_stream(foreign)
     # Through the command line: exit 2 and one line, no traceback.
     foreign.write_text(json.dumps({"type": "task", "record": {}}) + "\n", encoding="utf-8")
-    proc = run_cli(["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--resume", str(foreign)], cwd=tmp_path)
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--dataset-path", str(dataset_path), "--resume", str(foreign)], cwd=tmp_path
+    )
     assert proc.returncode == 2 and "no config line" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -162,7 +186,9 @@ def _cut_to_first_task(stream: Path) -> None:
     stream.write_text("".join(lines[:2]), encoding="utf-8")  # the config line and one task
 
 
-def test_resume_keeps_the_interrupted_runs_wall_time_and_refuses_a_new_task_selection(tmp_path: Path, dataset_path: Path) -> None:
+def test_resume_keeps_the_interrupted_runs_wall_time_and_refuses_a_new_task_selection(
+    tmp_path: Path, dataset_path: Path
+) -> None:
     from humanevalfix.models.presets import resolve
 
     oracle = resolve("oracle:canonical", presets={})
@@ -220,24 +246,42 @@ def test_resume_without_a_path_uses_the_interrupted_runs_own_source(
     assert second.config["dataset_source"] == ds.BUNDLED_SOURCE
 
 
-def test_resume_refuses_another_prompt_lookup_since_it_can_flip_a_greedy_near_tie(tmp_path: Path, dataset_path: Path) -> None:
+def test_resume_refuses_another_prompt_lookup_since_it_can_flip_a_greedy_near_tie(
+    tmp_path: Path, dataset_path: Path
+) -> None:
     from dataclasses import replace
 
     from humanevalfix.config import run_spec
-    from humanevalfix.runspec import RunSpec, from_dict
     from humanevalfix.evaluation import resume
     from humanevalfix.models.presets import load_presets, resolve
+    from humanevalfix.runspec import RunSpec, from_dict
 
     config = RunConfig(preset=resolve("local", presets=load_presets()), dataset_path=dataset_path)
 
     def public(prompt_lookup: int) -> RunSpec:
-        return run_spec(replace(config, prompt_lookup=prompt_lookup), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
+        return run_spec(
+            replace(config, prompt_lookup=prompt_lookup),
+            dataset_source="s",
+            dataset_sha256="abc",
+            task_ids=["Python/0"],
+            executor_name="process",
+            isolation="none",
+        )
 
     resume.check(public(10), public(10), tmp_path / "r.jsonl")
     with pytest.raises(UserError, match=r"option --prompt-lookup differs from the interrupted run \(10 there, 0 now\)"):
         resume.check(public(10), public(0), tmp_path / "r.jsonl")
-    exact = run_spec(replace(config, prompt_lookup=6, exact_lookup=True), dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
-    with pytest.raises(UserError, match=r"option --exact-lookup differs from the interrupted run \(False there, True now\)"):
+    exact = run_spec(
+        replace(config, prompt_lookup=6, exact_lookup=True),
+        dataset_source="s",
+        dataset_sha256="abc",
+        task_ids=["Python/0"],
+        executor_name="process",
+        isolation="none",
+    )
+    with pytest.raises(
+        UserError, match=r"option --exact-lookup differs from the interrupted run \(False there, True now\)"
+    ):
         resume.check(public(6), exact, tmp_path / "r.jsonl")
     stored = public(10).to_dict()
     del stored["embedded_server"]  # a stream from before it was recorded: it cannot say

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 from rich.console import Console
@@ -44,7 +44,9 @@ def executor() -> Iterator[Executor]:
 
 
 @pytest.mark.parametrize("task_id", sorted(FITTED))
-def test_a_candidate_fitted_to_the_asserts_passes_but_is_caught_by_both_checks(task_id: str, all_tasks: dict[str, Task], executor: Executor) -> None:
+def test_a_candidate_fitted_to_the_asserts_passes_but_is_caught_by_both_checks(
+    task_id: str, all_tasks: dict[str, Task], executor: Executor
+) -> None:
     task, code = all_tasks[task_id], FITTED[task_id]
     assert executor.run(code, task.test).passed  # pass@1 counts it
     result = rb.check(code, task, executor, passed=True)
@@ -56,7 +58,9 @@ def test_a_candidate_fitted_to_the_asserts_passes_but_is_caught_by_both_checks(t
 def test_the_committed_python_83_candidate_is_not_plus(all_tasks: dict[str, Task], executor: Executor) -> None:
     """The repair run's `if n == 3: return 180 ... n == 5: return 18000` answer (results/)."""
     lines = (REPO / "results" / "local-0.5b_repair.jsonl").read_text(encoding="utf-8").splitlines()
-    record = next(e["record"] for e in map(json.loads, lines) if e.get("type") == "task" and e["record"]["task_id"] == "Python/83")
+    record = next(
+        e["record"] for e in map(json.loads, lines) if e.get("type") == "task" and e["record"]["task_id"] == "Python/83"
+    )
     assert record["passed"] is True
     result = rb.check(record["final_code"], all_tasks["Python/83"], executor, passed=True)
     assert result.plus is False and "the canonical solution gives 18" in (result.example or "")
@@ -83,7 +87,9 @@ def test_the_static_check_passes_every_canonical_solution(all_tasks: dict[str, T
 
 
 def test_seeds_come_from_the_test_and_the_docstring_in_any_style() -> None:
-    calls = rb.test_calls("def check(f):\n    assert f([1, 2, 3], 2) == 1\n    assert f([4, 5, 6, 7], 4) == 0\n\ncheck(f)\n", "f")
+    calls = rb.test_calls(
+        "def check(f):\n    assert f([1, 2, 3], 2) == 1\n    assert f([4, 5, 6, 7], 4) == 0\n\ncheck(f)\n", "f"
+    )
     assert calls == [([1, 2, 3], 2), ([4, 5, 6, 7], 4)]
     doc = "Examples:\n>>> f([9, 8], 1)\n0\nf([1], 0) => 1\nf('a b',\n  3) == 2\nf(x) is not literal\n"
     assert plusgen.docstring_calls(doc, "f") == [([9, 8], 1), ([1], 0), ("a b", 3)]
@@ -108,7 +114,9 @@ def test_strings_get_empty_whitespace_case_digits_punctuation_and_format_limits(
     words = _kinds(("ab cd",))
     for text in ("ab  cd", "ab\tcd", "ab\ncd", "AB CD", "Ab Cd"):
         assert repr((text,)) in words, text
-    assert any(any(c.isdigit() for c in eval(t)[0]) for t in words) and any(any(c in "!.,?" for c in eval(t)[0]) for t in words)
+    assert any(any(c.isdigit() for c in eval(t)[0]) for t in words) and any(
+        any(c in "!.,?" for c in eval(t)[0]) for t in words
+    )
 
 
 def test_containers_get_empty_single_duplicates_orders_negatives_and_nested_edits() -> None:
@@ -116,11 +124,15 @@ def test_containers_get_empty_single_duplicates_orders_negatives_and_nested_edit
     for value in ([], [3], [3, 1, 2, 2], [1, 2, 3], [2, 1, 3], [-3, -1, -2]):
         assert repr((value,)) in made, value
     nested = _kinds(([[1, 2], [3]],))
-    assert repr(([[1, 2], [3], []],)) in nested and any(t.startswith("([[") and t != repr(([[1, 2], [3]],)) for t in nested)
+    assert repr(([[1, 2], [3], []],)) in nested and any(
+        t.startswith("([[") and t != repr(([[1, 2], [3]],)) for t in nested
+    )
     assert repr(({},)) in _kinds(({"a": 1},)) and repr(({"A": 1},)) in _kinds(({"a": 1},))
 
 
-def test_two_arguments_are_mutated_together_and_the_inputs_are_bounded_and_repeatable(all_tasks: dict[str, Task]) -> None:
+def test_two_arguments_are_mutated_together_and_the_inputs_are_bounded_and_repeatable(
+    all_tasks: dict[str, Task],
+) -> None:
     made = plusgen.generate([([1, 2, 3], 2)], "Demo/0", limit=10_000)
     assert any(a[0] != [1, 2, 3] and a[1] != 2 for a in made)
     task = all_tasks["Python/124"]
@@ -132,7 +144,10 @@ def test_two_arguments_are_mutated_together_and_the_inputs_are_bounded_and_repea
 
 def test_a_task_with_no_literal_call_gets_seeds_from_its_annotations(all_tasks: dict[str, Task]) -> None:
     task = all_tasks["Python/38"]  # decode_cyclic(s: str): the test encodes random strings
-    assert rb.test_calls(task.test, task.entry_point) == [] and plusgen.docstring_calls(task.docstring, task.entry_point) == []
+    assert (
+        rb.test_calls(task.test, task.entry_point) == []
+        and plusgen.docstring_calls(task.docstring, task.entry_point) == []
+    )
     assert all(isinstance(a[0], str) for a in plusgen.task_inputs(task)) and plusgen.task_inputs(task)
 
 
@@ -140,7 +155,12 @@ def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Ta
     """find_zero's test asserts poly(xs, x) ~ 0: any root is right, so the check asks the same of each input."""
     task = all_tasks["Python/32"]
     prop = asserted_property(task.test, task.entry_point)
-    assert prop is not None and prop.params == ("coeffs",) and prop.result == "solution" and "poly(coeffs, solution)" in prop.asserts[0]
+    assert (
+        prop is not None
+        and prop.params == ("coeffs",)
+        and prop.result == "solution"
+        and "poly(coeffs, solution)" in prop.asserts[0]
+    )
     assert all(asserted_property(t.test, t.entry_point) is None for tid, t in all_tasks.items() if tid != "Python/32")
     rightmost = (  # the largest root of the bracket, where the canonical solution finds the one bisection meets first
         "import math\n\ndef poly(xs, x):\n    return sum(c * math.pow(x, i) for i, c in enumerate(xs))\n\n"
@@ -154,11 +174,20 @@ def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Ta
     result = rb.check(rightmost, task, executor, passed=True, inputs=rb.Inputs(several_roots))
     assert result.plus is True and result.inputs == len(several_roots)
     value_test = dataclasses.replace(task, test="def check(f):\n    assert f([1, 2]) == -0.5\n\ncheck(find_zero)\n")
-    assert rb.check(rightmost, value_test, executor, passed=True, inputs=rb.Inputs(several_roots)).plus is False  # x^3 - x: 1, not -1
-    assert rb.check("def find_zero(xs):\n    return 0.5 if len(xs) > 2 else -xs[0] / xs[1]\n", task, executor, passed=True).plus is False
+    assert (
+        rb.check(rightmost, value_test, executor, passed=True, inputs=rb.Inputs(several_roots)).plus is False
+    )  # x^3 - x: 1, not -1
+    assert (
+        rb.check(
+            "def find_zero(xs):\n    return 0.5 if len(xs) > 2 else -xs[0] / xs[1]\n", task, executor, passed=True
+        ).plus
+        is False
+    )
 
 
-def test_floats_compare_within_a_tolerance_and_ints_equal_floats(all_tasks: dict[str, Task], executor: Executor) -> None:
+def test_floats_compare_within_a_tolerance_and_ints_equal_floats(
+    all_tasks: dict[str, Task], executor: Executor
+) -> None:
     task = all_tasks["Python/4"]
     close = "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-12\n"
     assert rb.check(close, task, executor, passed=True).plus is True
@@ -185,7 +214,12 @@ def test_a_run_records_plus_per_task_and_pass_at_1_plus(
 ) -> None:
     ids = sorted(FITTED) + ["Python/0"]
     dataset = tmp_path / "four.jsonl"
-    rows = {json.loads(line)["task_id"]: line for line in (REPO / "src/humanevalfix/evaluation/data/humanevalpack_python.jsonl").read_text(encoding="utf-8").splitlines()}
+    rows = {
+        json.loads(line)["task_id"]: line
+        for line in (REPO / "src/humanevalfix/evaluation/data/humanevalpack_python.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    }
     dataset.write_text("".join(rows[t] + "\n" for t in ids), encoding="utf-8")
     by_entry = {all_tasks[t].entry_point: t for t in ids}
 
@@ -198,8 +232,13 @@ def test_a_run_records_plus_per_task_and_pass_at_1_plus(
         outcome = run_eval(make_config(server, dataset), Console(file=io.StringIO()))
     records = {r.task_id: r for r in outcome.records}
     assert all(r.passed for r in records.values())
-    assert {t: r.scores["plus"]["final"] for t, r in records.items()} == {"Python/0": True, **{t: False for t in FITTED}}
-    assert records["Python/0"].scores["hardcoding"]["lines"] == [] and all(records[t].scores["hardcoding"]["lines"] for t in FITTED)
+    assert {t: r.scores["plus"]["final"] for t, r in records.items()} == {
+        "Python/0": True,
+        **{t: False for t in FITTED},
+    }
+    assert records["Python/0"].scores["hardcoding"]["lines"] == [] and all(
+        records[t].scores["hardcoding"]["lines"] for t in FITTED
+    )
     s = outcome.summary
     plus = s.scores["plus"]
     assert (s.passed, plus["passed"], plus["passed_first"], s.scores["hardcoding"]["count"]) == (4, 1, 1, 3)
@@ -214,13 +253,31 @@ def test_score_adds_pass_at_1_plus_to_a_finished_run(tmp_path: Path, dataset_pat
     from .conftest import run_cli
 
     out = tmp_path / "old.json"
-    proc = run_cli(["--model", "oracle:canonical", "--limit", "3", "--dataset-path", str(dataset_path), "--out", str(out)], cwd=tmp_path)
+    proc = run_cli(
+        ["--model", "oracle:canonical", "--limit", "3", "--dataset-path", str(dataset_path), "--out", str(out)],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     old = json.loads(out.read_text(encoding="utf-8"))
     for task in old["tasks"]:
-        for key in ("plus", "plus_first", "plus_inputs", "plus_disagreements", "plus_example", "suspect_hardcoding", "scores"):
+        for key in (
+            "plus",
+            "plus_first",
+            "plus_inputs",
+            "plus_disagreements",
+            "plus_example",
+            "suspect_hardcoding",
+            "scores",
+        ):
             task.pop(key)
-    for key in ("passed_plus", "passed_first_plus", "pass_at_1_plus_first", "pass_at_1_plus_final", "suspect_hardcoding", "scores"):
+    for key in (
+        "passed_plus",
+        "passed_first_plus",
+        "pass_at_1_plus_first",
+        "pass_at_1_plus_final",
+        "suspect_hardcoding",
+        "scores",
+    ):
         old["summary"].pop(key)
     del old["config"]["protocol"]
     del old["config"]["schema_version"]  # such files were written before the run spec
@@ -248,9 +305,14 @@ def test_mutants_keep_what_the_docstring_states_and_every_seed_keeps() -> None:
     for (text,) in plusgen.generate(symbols, "Demo/3", limit=10_000, domain=domain_of(symbols, "brackets", ["s"])):
         assert set(text) <= set("<>")
     spaced = [("a b c",)]
-    for (text,) in plusgen.generate(spaced, "Demo/4", limit=10_000, domain=domain_of(spaced, "letters separated by spaces", ["s"])):
+    for (text,) in plusgen.generate(
+        spaced, "Demo/4", limit=10_000, domain=domain_of(spaced, "letters separated by spaces", ["s"])
+    ):
         assert "  " not in text and text == text.strip(" ")
     pairs = [([1, 2], [3, 4]), ([5], [6])]  # equal lengths in every seed: game and guess
-    assert all(len(a) == len(b) for a, b in plusgen.generate(pairs, "Demo/5", limit=10_000, domain=domain_of(pairs, "", ["a", "b"])))
+    assert all(
+        len(a) == len(b)
+        for a, b in plusgen.generate(pairs, "Demo/5", limit=10_000, domain=domain_of(pairs, "", ["a", "b"]))
+    )
     free = plusgen.generate([(5,)], "Demo/6", limit=10_000, domain=domain_of([(5,)], "x is a power of n", ["n"]))
     assert (-5,) in free and (0,) in free  # nothing said: negatives and zero are tried

@@ -10,10 +10,9 @@ test, run by plain `exec` in a fresh `python -c`; it passes when exec returns).
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -52,11 +51,24 @@ def _write_tiny(rows_path: Path, out: Path, count: int) -> list[Task]:
     return load_file(out).tasks
 
 
-def _score(tmp_path: Path, generations: Path, dataset: Path, extra: list[str] | None = None, in_process: bool = True) -> list[dict[str, Any]]:
+def _score(
+    tmp_path: Path, generations: Path, dataset: Path, extra: list[str] | None = None, in_process: bool = True
+) -> list[dict[str, Any]]:
     """`score` through the command line: in this process (fast), or as a child process."""
     verdicts = tmp_path / (generations.stem + ".verdicts.json")
-    args = ["score", str(generations), "--dataset-path", str(dataset), "--workers", "2", "--timeout", str(OUR_TIMEOUT_S),
-            "--out", str(verdicts), *(extra or [])]
+    args = [
+        "score",
+        str(generations),
+        "--dataset-path",
+        str(dataset),
+        "--workers",
+        "2",
+        "--timeout",
+        str(OUR_TIMEOUT_S),
+        "--out",
+        str(verdicts),
+        *(extra or []),
+    ]
     if in_process:
         assert main(args) == 0
     else:
@@ -83,7 +95,9 @@ def test_handmade_candidates_agree_with_the_reference(tmp_path: Path, dataset_pa
         reference = reference_all([(code, task.test) for code in candidates])
         assert entry["passed"] == reference, (task.task_id, entry["verdicts"])
         # Not a vacuous agreement: canonical, prelude-reliant and noisy candidates pass; the rest fail.
-        assert reference == [True, False, False, False, False, False, True, True, True, False] + ([False] if len(candidates) > 10 else [])
+        assert reference == [True, False, False, False, False, False, True, True, True, False] + (
+            [False] if len(candidates) > 10 else []
+        )
 
 
 def test_exported_run_scores_the_same_in_both_scorers(tmp_path: Path, dataset_path: Path) -> None:
@@ -103,14 +117,31 @@ def test_exported_run_scores_the_same_in_both_scorers(tmp_path: Path, dataset_pa
         assert reference == [[model == "oracle:canonical"]] * 3
 
 
-def test_export_subcommand_and_subset_rules(tmp_path: Path, dataset_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_subcommand_and_subset_rules(
+    tmp_path: Path, dataset_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tiny = tmp_path / "first5.jsonl"
     tasks = _write_tiny(dataset_path, tiny, 5)
     ids = [t.task_id for t in tasks]
     out = tmp_path / "mid.json"
     # A contiguous range that does not start at row 0: the harness needs --limit_start 1.
-    assert main(["--model", "oracle:canonical", "--dataset-path", str(tiny), "--tasks", ",".join(ids[1:3]),
-                 "--max-iters", "0", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                "oracle:canonical",
+                "--dataset-path",
+                str(tiny),
+                "--tasks",
+                ",".join(ids[1:3]),
+                "--max-iters",
+                "0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert main(["export", str(out), "--out", str(tmp_path / "mid.gen.json")]) == 0
     hint = " ".join(capsys.readouterr().err.split())
     assert "--limit_start 1" in hint and "--limit 2" in hint
@@ -118,8 +149,23 @@ def test_export_subcommand_and_subset_rules(tmp_path: Path, dataset_path: Path, 
     assert [t["task_id"] for t in ours] == ids[1:3] and all(t["passed"] == [True] for t in ours)
     # Not contiguous: the harness could not map it, so the export refuses with the reason.
     gap = tmp_path / "gap.json"
-    assert main(["--model", "oracle:canonical", "--dataset-path", str(tiny), "--tasks", f"{ids[0]},{ids[2]}",
-                 "--max-iters", "0", "--out", str(gap)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                "oracle:canonical",
+                "--dataset-path",
+                str(tiny),
+                "--tasks",
+                f"{ids[0]},{ids[2]}",
+                "--max-iters",
+                "0",
+                "--out",
+                str(gap),
+            ]
+        )
+        == 0
+    )
     assert not gap.with_name("gap.generations.json").exists()
     assert main(["export", str(gap)]) == 2
     assert "not a contiguous range" in " ".join(capsys.readouterr().err.split())
@@ -127,7 +173,12 @@ def test_export_subcommand_and_subset_rules(tmp_path: Path, dataset_path: Path, 
 
 @pytest.mark.parametrize(
     "content,message",
-    [("{", "not valid JSON"), ('{"a": 1}', "expected a JSON list"), ("[[1]]", "expected a string"), ("[[]]", "non-empty list")],
+    [
+        ("{", "not valid JSON"),
+        ('{"a": 1}', "expected a JSON list"),
+        ("[[1]]", "expected a string"),
+        ("[[]]", "non-empty list"),
+    ],
 )
 def test_score_rejects_malformed_generation_files(tmp_path: Path, content: str, message: str) -> None:
     from humanevalfix.errors import UserError

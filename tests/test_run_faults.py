@@ -13,8 +13,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -43,8 +43,23 @@ def canonical_for(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
 
 
 def cli_args(server_url: str, dataset: Path, out: Path, *extra: str) -> list[str]:
-    return ["--model", "scripted-model", "--base-url", server_url, "--dataset-path", str(dataset), "--max-iters", "1",
-            "--sandbox", "process", "--retries", "2", "--out", str(out), *extra]
+    return [
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server_url,
+        "--dataset-path",
+        str(dataset),
+        "--max-iters",
+        "1",
+        "--sandbox",
+        "process",
+        "--retries",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def assert_clean(proc: subprocess.CompletedProcess[str] | tuple[int, str], code: int) -> str:
@@ -112,7 +127,14 @@ def test_infrastructure_errors_end_in_exit_3_with_the_list_and_a_working_resume_
 
     with ScriptedServer(good) as server:
         again = [server.base_url if a.startswith("http://127.0.0.1") else a for a in again]
-        second = subprocess.run([sys.executable, str(CLI), *again], cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
+        second = subprocess.run(
+            [sys.executable, str(CLI), *again],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert [entry_point_of(r) for r in server.chat_requests()] == ["truncate_number"]
     assert_clean(second, 0)
     final = results_of(out)
@@ -157,11 +179,16 @@ def test_a_context_overflow_ends_the_repair_as_context_exceeded(
 
 
 def test_disk_full_while_streaming_keeps_a_valid_stream_and_resume_finishes_the_run(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     good = canonical_for(tiny_tasks)
     with ScriptedServer(good) as server:
-        baseline = run_eval(make_config(server, tiny_dataset, out=make_config(server, tiny_dataset).out.with_name("base.json")))
+        baseline = run_eval(
+            make_config(server, tiny_dataset, out=make_config(server, tiny_dataset).out.with_name("base.json"))
+        )
     real_append = records_module.Stream.append
     appended: list[str] = []
 
@@ -188,7 +215,10 @@ def test_disk_full_while_streaming_keeps_a_valid_stream_and_resume_finishes_the_
 
 
 def test_disk_full_at_the_results_file_is_one_line_and_resume_writes_it(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     def full(path: Path, data: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
@@ -225,7 +255,11 @@ def test_results_files_get_the_modes_the_umask_gives(
 def _start_hanging_run(tmp_path: Path, dataset: Path, server: ScriptedServer, out: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, str(CLI), *cli_args(server.base_url, dataset, out)],
-        cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     stream = out.with_suffix(".jsonl")
     deadline = time.monotonic() + 60
@@ -281,7 +315,10 @@ def test_kill_9_then_resume_gives_the_verdicts_of_an_uninterrupted_run(
         proc.communicate(timeout=30)
     assert not out.exists() and len(stream_records(out.with_suffix(".jsonl"))) == 1
     with ScriptedServer(good) as server:
-        resumed = run_cli([*cli_args(server.base_url, tiny_dataset, out)[:-2], "--resume", str(out.with_suffix(".jsonl"))], cwd=tmp_path)
+        resumed = run_cli(
+            [*cli_args(server.base_url, tiny_dataset, out)[:-2], "--resume", str(out.with_suffix(".jsonl"))],
+            cwd=tmp_path,
+        )
     assert_clean(resumed, 0)
     verdicts = lambda path: [tuple(t[k] for k in VERDICT) for t in results_of(path)["tasks"]]  # noqa: E731
     assert verdicts(out) == verdicts(tmp_path / "base.json")

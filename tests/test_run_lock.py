@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from humanevalfix.config import RunConfig
 from humanevalfix.evaluation.dataset import Task
@@ -22,8 +22,23 @@ from .conftest import CLI, clean_env, entry_point_of, results_of, run_cli, strea
 
 
 def cli_args(url: str, dataset: Path, out: Path, *extra: str) -> list[str]:
-    return ["--model", "scripted-model", "--base-url", url, "--dataset-path", str(dataset), "--max-iters", "1",
-            "--sandbox", "process", "--retries", "2", "--out", str(out), *extra]
+    return [
+        "--model",
+        "scripted-model",
+        "--base-url",
+        url,
+        "--dataset-path",
+        str(dataset),
+        "--max-iters",
+        "1",
+        "--sandbox",
+        "process",
+        "--retries",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def canonical_for(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
@@ -40,11 +55,19 @@ def test_a_second_run_on_the_same_out_is_refused_at_once_naming_the_first(
         return good(rec) if entry_point_of(rec) == "has_close_elements" else Response(delay_s=60.0)
 
     with ScriptedServer(slow_after_first) as server:
-        first = subprocess.Popen([sys.executable, str(CLI), *cli_args(server.base_url, tiny_dataset, out)],
-                                 cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = subprocess.Popen(
+            [sys.executable, str(CLI), *cli_args(server.base_url, tiny_dataset, out)],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not (out.with_suffix(".jsonl").is_file() and stream_records(out.with_suffix(".jsonl"))):
+            while time.monotonic() < deadline and not (
+                out.with_suffix(".jsonl").is_file() and stream_records(out.with_suffix(".jsonl"))
+            ):
                 assert first.poll() is None, first.communicate()
                 time.sleep(0.05)
             started = time.monotonic()
@@ -63,7 +86,9 @@ def test_a_stale_lock_is_taken_over_with_a_warning_and_leftover_tmp_files_go(
     tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
 ) -> None:
     out = tmp_path / "r.json"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     lock_path(out).write_text(json.dumps({"pid": int(dead), "host": "elsewhere", "started": "2026-01-01T00:00:00"}))
     leftover = tmp_path / "r.json.abc123.tmp"
     leftover.write_text("{half a file")

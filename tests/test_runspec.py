@@ -7,8 +7,9 @@ import ast
 import dataclasses
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -37,7 +38,23 @@ RESULTS = REPO_ROOT / "results"
 GOLDEN = REPO_ROOT / "tests" / "golden" / "committed_reports.json"
 # What a migrated older config may add: the schema, the protocol named from its parts (or its
 # parts from the name), and the meaning a setting had before it was recorded.
-ADDED_BY_MIGRATION = {"schema_version", "protocol", "docstring", "feedback", "engine", "samples", "sampling.seed", "embedded_server.exact_lookup", "redraws", "redraw_turns", "strategies", "rewrite_turns", "rewrite_again", "rewrite_now", "runtime_values"}
+ADDED_BY_MIGRATION = {
+    "schema_version",
+    "protocol",
+    "docstring",
+    "feedback",
+    "engine",
+    "samples",
+    "sampling.seed",
+    "embedded_server.exact_lookup",
+    "redraws",
+    "redraw_turns",
+    "strategies",
+    "rewrite_turns",
+    "rewrite_again",
+    "rewrite_now",
+    "runtime_values",
+}
 
 
 def eval_results() -> list[Path]:
@@ -50,7 +67,11 @@ def eval_results() -> list[Path]:
 
 
 def streams() -> list[Path]:
-    return [p for p in sorted(RESULTS.glob("*.jsonl")) if json.loads(p.read_text(encoding="utf-8").splitlines()[0]).get("type") == "config"]
+    return [
+        p
+        for p in sorted(RESULTS.glob("*.jsonl"))
+        if json.loads(p.read_text(encoding="utf-8").splitlines()[0]).get("type") == "config"
+    ]
 
 
 def flat(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -64,7 +85,9 @@ def flat(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def spec_for(executor: str = "process", **config: Any) -> RunSpec:
     base = RunConfig(preset=resolve("local", seed=0), **config)
-    return run_spec(base, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name=executor, isolation="none")
+    return run_spec(
+        base, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name=executor, isolation="none"
+    )
 
 
 # ---------------------------------------------------------------- the spec itself
@@ -77,7 +100,9 @@ def test_every_field_is_tagged_and_stored_under_one_key() -> None:
 
     def walk(cls: type, prefix: str) -> None:
         for f in dataclasses.fields(cls):
-            assert isinstance(f.metadata.get("affects"), bool), f"{cls.__name__}.{f.name}: not tagged result-affecting or informational"
+            assert isinstance(f.metadata.get("affects"), bool), (
+                f"{cls.__name__}.{f.name}: not tagged result-affecting or informational"
+            )
             key = prefix + f.metadata["key"]
             nested = str(f.type).split("|")[0].strip()
             if nested in ("DockerSpec", "EmbeddedServerSpec"):
@@ -89,7 +114,17 @@ def test_every_field_is_tagged_and_stored_under_one_key() -> None:
         if dataclasses.is_dataclass(section.default):
             walk(type(section.default), "")
     assert len(keys) == len(set(keys)), "two fields stored under one key"
-    assert {"dataset_sha256", "model", "sampling.seed", "protocol", "engine", "executor", "docker.memory", "timeout_s", "plus_source"} <= set(keys)
+    assert {
+        "dataset_sha256",
+        "model",
+        "sampling.seed",
+        "protocol",
+        "engine",
+        "executor",
+        "docker.memory",
+        "timeout_s",
+        "plus_source",
+    } <= set(keys)
 
 
 def test_written_as_it_is_and_read_back_equal() -> None:
@@ -100,7 +135,11 @@ def test_written_as_it_is_and_read_back_equal() -> None:
     assert stored["sampling"]["seed"] == 0 and stored["embedded_server"] == {"prompt_lookup": 10, "exact_lookup": False}
     again = from_dict(json.loads(json.dumps(stored)))
     assert again == spec and again.unrecorded == frozenset() and again.to_dict() == stored
-    assert spec.agent_settings().seed == 0 and spec.agent_settings().feedback == "example" and spec.agent_settings().max_iters == 2
+    assert (
+        spec.agent_settings().seed == 0
+        and spec.agent_settings().feedback == "example"
+        and spec.agent_settings().max_iters == 2
+    )
 
 
 def test_bad_configs_are_one_error_naming_the_key() -> None:
@@ -143,7 +182,17 @@ def test_resume_compares_every_result_affecting_field_and_no_informational_one(t
 
 def _other(key: str, value: Any) -> Any:
     if value is None:  # a value of the field's type
-        return ["row"] if key == "skipped_rows" else {"at": "then"} if key in ("plus_source", "rescored") else 1 if key == "redraw_turns" else ["fix"] if key == "strategies" else "text"
+        return (
+            ["row"]
+            if key == "skipped_rows"
+            else {"at": "then"}
+            if key in ("plus_source", "rescored")
+            else 1
+            if key == "redraw_turns"
+            else ["fix"]
+            if key == "strategies"
+            else "text"
+        )
     if isinstance(value, bool):
         return not value
     if isinstance(value, (int, float)):
@@ -174,7 +223,12 @@ def test_committed_results_load_and_report_as_before(path: Path) -> None:
     console = Console(record=True, width=250, file=io.StringIO())
     console.print(summary_table(Summary.from_dict(load_results(path)["summary"]), spec))
     later = ("turns by outcome", "repair policy")
-    assert "".join(line for line in console.export_text().splitlines(keepends=True) if not any(word in line for word in later)) == golden["table"]
+    assert (
+        "".join(
+            line for line in console.export_text().splitlines(keepends=True) if not any(word in line for word in later)
+        )
+        == golden["table"]
+    )
 
 
 def test_every_committed_run_has_its_golden_report() -> None:
@@ -196,7 +250,10 @@ def test_committed_results_rescore_to_the_same_verdicts(tmp_path: Path) -> None:
             done = rescore(small, executor)
             assert done.changed == [], (path.name, done.changed)
             for before, after in zip(document["tasks"][:3], done.document["tasks"]):
-                assert {k: after.get(k) for k in SCORED} == {k: before.get(k) for k in SCORED}, (path.name, before["task_id"])
+                assert {k: after.get(k) for k in SCORED} == {k: before.get(k) for k in SCORED}, (
+                    path.name,
+                    before["task_id"],
+                )
             assert done.spec.protocol == from_dict(document["config"]).protocol
             assert done.document["config"]["rescored"]["verdicts_changed"] == []
     finally:
@@ -212,7 +269,9 @@ def test_committed_streams_still_resume(path: Path, tmp_path: Path) -> None:
     config, records = read_stream(copy)
     assert records
     old = from_dict(config, str(path))
-    now = dataclasses.replace(from_dict(old.to_dict()), host=dataclasses.replace(old.host, started_at="now", machine="elsewhere"))
+    now = dataclasses.replace(
+        from_dict(old.to_dict()), host=dataclasses.replace(old.host, started_at="now", machine="elsewhere")
+    )
     now = dataclasses.replace(now, agent=dataclasses.replace(now.agent, workers=old.agent.workers + 3))
     resume.check(old, now, copy)
     other = dataclasses.replace(now, agent=dataclasses.replace(now.agent, max_iters=old.agent.max_iters + 1))

@@ -28,24 +28,25 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from humanevalfix.config import sandbox_choice
-from humanevalfix.evaluation.dataset import load_file
-from humanevalfix.tasks.support import support_code
-from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.errors import ConfigError
+from humanevalfix.evaluation.dataset import load_file
 from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
+from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.docker import LABEL, OWNER_LABEL, DockerSettings, daemon_problem, owner_label
 from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB
+from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import FS, NET, PIDS, best_level
-from humanevalfix.sandbox.factory import build_executor
+from humanevalfix.tasks.support import support_code
 
 # Minutes on a busy machine (the dataset through every executor): `-m "not slow"` leaves it out.
 pytestmark = pytest.mark.slow
@@ -129,7 +130,11 @@ def test_dataset_canonical_pass_and_buggy_fail(variant: str, dataset_path: Path)
     executors = [executor] if fresh else [executor, build_executor(kind, Limits(timeout_s=5.0))]
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(lambda i: executors[i % len(executors)].run(jobs[i][2], jobs[i][3], jobs[i][5]), range(len(jobs))))
+            results = list(
+                pool.map(
+                    lambda i: executors[i % len(executors)].run(jobs[i][2], jobs[i][3], jobs[i][5]), range(len(jobs))
+                )
+            )
     finally:
         for e in executors:
             e.close()
@@ -442,9 +447,7 @@ def test_writing_outside_the_work_dir(ex: Any, tmp_path: Path, how: str) -> None
         "import os, subprocess\n"
         "def f(x):\n"
         "    print('CWD=' + os.getcwd())\n"
-        "    try:\n"
-        + write
-        + "    except Exception as exc:\n"
+        "    try:\n" + write + "    except Exception as exc:\n"
         "        print('blocked:', type(exc).__name__)\n"
         "    return x\n"
     )
@@ -509,7 +512,7 @@ def test_nothing_a_run_writes_is_there_for_the_next_run(ex: Any) -> None:
         if FS in ex.guarantees:
             assert "FOUND" not in second.output, (first.output, second.output)
         else:
-            assert f"FOUND /tmp" in second.output, second.output  # documented: the host's /tmp
+            assert "FOUND /tmp" in second.output, second.output  # documented: the host's /tmp
         if ex.name == "docker":
             assert "blocked /hefix-sock" in first.output, first.output
     finally:
@@ -591,7 +594,9 @@ def interpreter_under_tmp(how: str, where: Path) -> Path:
     return where / "venv" / "bin" / "python"
 
 
-@pytest.mark.parametrize("how, fresh", [("symlink", False), ("venv", False), ("venv", True)], ids=["symlink-fork", "venv-fork", "venv-fresh"])
+@pytest.mark.parametrize(
+    "how, fresh", [("symlink", False), ("venv", False), ("venv", True)], ids=["symlink-fork", "venv-fork", "venv-fresh"]
+)
 def test_an_interpreter_under_tmp_is_jailed_and_candidates_cannot_write_outside(how: str, fresh: bool) -> None:
     where = Path(tempfile.mkdtemp(prefix="hefix-interp-", dir="/tmp"))
     try:
@@ -617,7 +622,11 @@ def test_an_interpreter_under_tmp_is_jailed_and_candidates_cannot_write_outside(
         env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
         proc = subprocess.run(
             [str(python), "-c", HOST_HARNESS, json.dumps([direct, via_shell]), "1" if fresh else "0"],
-            cwd=where, env=env, capture_output=True, text=True, timeout=180,
+            cwd=where,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -781,7 +790,11 @@ def test_proc_environ_and_signals_cannot_reach_the_harness(variant: str, tmp_pat
     env = {**os.environ, "HEFIX_PLANTED": secret, "TMPDIR": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-c", HARNESS, kind, "1" if fresh else "0", ENV_SCAN, KILLER],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     lines = {d["tag"]: d for d in (json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))}
     probe = build_executor(kind, Limits(), fresh=fresh)  # never run: only its guarantees
@@ -843,7 +856,9 @@ HARDENING = (
 )
 
 
-@pytest.mark.parametrize("variant", [v for v in VARIANTS if not v.startswith("restricted")])  # restricted code cannot open files
+@pytest.mark.parametrize(
+    "variant", [v for v in VARIANTS if not v.startswith("restricted")]
+)  # restricted code cannot open files
 def test_the_candidate_has_no_privileges_to_gain_and_is_the_oom_killers_first_pick(variant: str) -> None:
     kind, fresh = VARIANTS[variant]
     executor = build_executor(kind, Limits(timeout_s=TIMEOUT), fresh=fresh)
@@ -923,7 +938,9 @@ def test_the_harness_library_after_the_mark_is_the_judges_run_after_run(ex: Any)
     library = "def lib_twice(f, x):\n    return 2 * f(x)\n"
     code = "def add(x):\n    return x + 1\n"
     for k in range(4):
-        result = ex.run(code, f"assert K == {k}\nassert lib_twice(add, K) == 2 * (K + 1)\n", f"K = {k}\n{LIBRARY_MARK}{library}")
+        result = ex.run(
+            code, f"assert K == {k}\nassert lib_twice(add, K) == 2 * (K + 1)\n", f"K = {k}\n{LIBRARY_MARK}{library}"
+        )
         assert result.passed, result
     forging = code + "def lib_twice(f, x):\n    return 'forged'\n"
     assert ex.run(forging, "assert lib_twice(add, 1) == 4\n", f"K = 0\n{LIBRARY_MARK}{library}").passed
@@ -966,7 +983,13 @@ def _keep_one_server(ex: Any) -> None:
         ("def f(x):\n    with open('scratch.txt', 'w') as fh:\n        fh.write('x')\n    return x + 1\n", TEST),
     ]
     results = [ex.run(code, test) for code, test in runs]
-    assert [r.status for r in results] == ["passed", "failed", "passed", "failed", "passed" if not restricted(ex) else "failed"], results
+    assert [r.status for r in results] == [
+        "passed",
+        "failed",
+        "passed",
+        "failed",
+        "passed" if not restricted(ex) else "failed",
+    ], results
     assert ex.starts == starts
 
 
@@ -1096,7 +1119,10 @@ def our_containers(owner: str | None = None) -> list[str]:
     """Names of this project's containers (of one owner process, when given), running or not."""
     label = f"{OWNER_LABEL}={owner}" if owner else LABEL
     proc = subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"], capture_output=True, text=True, timeout=60
+        ["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
@@ -1161,9 +1187,13 @@ def test_memory_beyond_the_container_limit_is_killed_and_the_executor_keeps_goin
     (4 GiB), so it is the cgroup that stops it, by killing the candidate (not the server)."""
     executor = build_executor("docker", Limits(timeout_s=20.0), docker=DockerSettings(memory=256 << 20))
     try:
-        result = executor.run("def f(x):\n    blocks = [bytearray(64 << 20) for _ in range(12)]\n    return len(blocks)\n", TEST)
+        result = executor.run(
+            "def f(x):\n    blocks = [bytearray(64 << 20) for _ in range(12)]\n    return len(blocks)\n", TEST
+        )
         # The candidate's process is killed; the judge says so (it cannot see by which signal).
-        assert result.status == "failed" and "ended before the tests finished" in result.message and result.duration_s < 15, result
+        assert (
+            result.status == "failed" and "ended before the tests finished" in result.message and result.duration_s < 15
+        ), result
         still_works(executor)
         assert executor.starts == 1
     finally:
@@ -1220,7 +1250,10 @@ def test_sigterm_stops_a_docker_run_and_leaves_no_container(tmp_path: Path) -> N
     generations.write_text(json.dumps([["import time\ntime.sleep(3)\n"]] * 4), encoding="utf-8")
     proc = subprocess.Popen(
         [sys.executable, "-m", "humanevalfix", "score", str(generations), "--sandbox", "docker", "--timeout", "10"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -1241,9 +1274,19 @@ def one_error_line(args: list[str], cwd: Path, **env: str) -> str:
     """Run the CLI; it must exit 2 with one `error:` line and no traceback. Returns the line."""
     full_env = {k: v for k, v in os.environ.items() if k != "HUMANEVALFIX_SANDBOX"}
     full_env.update(env)
-    proc = subprocess.run([sys.executable, "-m", "humanevalfix", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "humanevalfix", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = [line for line in proc.stderr.splitlines() if "error:" in line]
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, (
+        proc.returncode,
+        proc.stderr[-2000:],
+    )
     return lines[0]
 
 
@@ -1263,23 +1306,43 @@ def test_docker_problems_are_one_line_saying_what_to_run(tmp_path: Path) -> None
     line = one_error_line(score + ["--docker-memory", "lots"], tmp_path)
     assert "--docker-memory" in line and "512m" in line
     # No permission on the socket: the real CLI's message, as a user outside the docker group gets it.
-    denied = subprocess.run(["runuser", "-u", "nobody", "--", "docker", "version"], capture_output=True, text=True, timeout=60)
+    denied = subprocess.run(
+        ["runuser", "-u", "nobody", "--", "docker", "version"], capture_output=True, text=True, timeout=60
+    )
     assert denied.returncode != 0 and "permission denied" in denied.stderr.lower(), denied.stderr
     assert "add your user to the docker group" in daemon_problem(denied.stderr)
 
 
 @pytest.mark.needs("docker")
 def test_auto_means_docker_only_when_humanevalfix_sandbox_says_so(tmp_path: Path, dataset_path: Path) -> None:
-    assert sandbox_choice("auto", {}) == "auto" and sandbox_choice("bwrap", {"HUMANEVALFIX_SANDBOX": "docker"}) == "bwrap"
+    assert (
+        sandbox_choice("auto", {}) == "auto" and sandbox_choice("bwrap", {"HUMANEVALFIX_SANDBOX": "docker"}) == "bwrap"
+    )
     env = {k: v for k, v in os.environ.items() if k != "HUMANEVALFIX_SANDBOX"}
     # The limits from the environment, as users of other harnesses set them; --docker-cpus wins over its variable.
     limits_env = {"SANDBOX_DOCKER_MEMORY": "512m", "SANDBOX_DOCKER_PIDS": "48", "SANDBOX_DOCKER_CPUS": "0.5"}
     for chosen, expected in (("", "bwrap"), ("docker", "docker")):
         out = tmp_path / f"run-{expected}.json"
         proc = subprocess.run(
-            [sys.executable, "-m", "humanevalfix", "--model", "oracle:canonical", "--tasks", "Python/0", "--dataset-path", str(dataset_path), "--out", str(out)]
+            [
+                sys.executable,
+                "-m",
+                "humanevalfix",
+                "--model",
+                "oracle:canonical",
+                "--tasks",
+                "Python/0",
+                "--dataset-path",
+                str(dataset_path),
+                "--out",
+                str(out),
+            ]
             + (["--docker-cpus", "2"] if chosen else []),
-            cwd=tmp_path, env={**env, **limits_env, "HUMANEVALFIX_SANDBOX": chosen}, capture_output=True, text=True, timeout=180,
+            cwd=tmp_path,
+            env={**env, **limits_env, "HUMANEVALFIX_SANDBOX": chosen},
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         results = json.loads(out.read_text(encoding="utf-8"))
@@ -1290,7 +1353,9 @@ def test_auto_means_docker_only_when_humanevalfix_sandbox_says_so(tmp_path: Path
 
 
 @pytest.mark.needs("docker")
-def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what_is_needed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The first docker run builds the image (here under a throwaway tag, not the shared one):
     one line says so; the image runs the sandbox, and holds the interpreter, numpy, pytest and a
     shell, but nothing else of the host."""
@@ -1304,7 +1369,9 @@ def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what
         assert len(lines) == 1 and "building the sandbox image" in lines[0] and tag in lines[0], lines
         docker_module.ensure_image(DockerSettings(), lines.append)  # there now: not built again
         assert len(lines) == 1
-        size = subprocess.run(["docker", "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True, text=True, timeout=60)
+        size = subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True, text=True, timeout=60
+        )
         assert 50e6 < int(size.stdout) < 400e6, size  # the interpreter and numpy, not the host
         script = (
             "import os, numpy, pytest, subprocess\n"
@@ -1314,10 +1381,17 @@ def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what
             "site = os.path.dirname(os.path.dirname(numpy.__file__))\n"
             "print('packages:', sorted(n for n in os.listdir(site) if not n.endswith(('.dist-info', '.libs', '__pycache__'))))\n"
         )
-        proc = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "python3", "-I", "-c", script], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", tag, "python3", "-I", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("sh works\n") and "present" not in proc.stdout, proc.stdout
         packages = proc.stdout.split("packages: ", 1)[1]
-        assert "'numpy'" in packages and "'pytest'" in packages and "openai" not in packages and "rich" not in packages, packages
+        assert (
+            "'numpy'" in packages and "'pytest'" in packages and "openai" not in packages and "rich" not in packages
+        ), packages
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, timeout=120)

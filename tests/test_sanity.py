@@ -16,7 +16,9 @@ from humanevalfix.sandbox.factory import build_executor
 
 from .conftest import clean_env, run_cli
 
-UNWINNABLE = Path(__file__).resolve().parent.parent / "src" / "humanevalfix" / "evaluation" / "data" / "unwinnable.jsonl"
+UNWINNABLE = (
+    Path(__file__).resolve().parent.parent / "src" / "humanevalfix" / "evaluation" / "data" / "unwinnable.jsonl"
+)
 
 # Functions that try to pass any test: an object equal to everything, one that is every bool.
 CHEATS = [
@@ -45,8 +47,20 @@ def test_the_sanity_set_is_what_it_claims() -> None:
 def test_oracle_canonical_passes_nothing_on_the_unwinnable_set(tmp_path: Path) -> None:
     out = tmp_path / "unwinnable.json"
     proc = run_cli(
-        ["--model", "oracle:canonical", "--dataset-path", str(UNWINNABLE), "--max-iters", "1", "--workers", "2", "--out", str(out)],
-        cwd=tmp_path, env=clean_env(),
+        [
+            "--model",
+            "oracle:canonical",
+            "--dataset-path",
+            str(UNWINNABLE),
+            "--max-iters",
+            "1",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text(encoding="utf-8"))
@@ -64,7 +78,23 @@ def test_oracle_canonical_passes_nothing_on_the_unwinnable_set(tmp_path: Path) -
 
 def test_oracle_buggy_passes_nothing_either(tmp_path: Path) -> None:
     out = tmp_path / "buggy.json"
-    assert main(["--model", "oracle:buggy", "--dataset-path", str(UNWINNABLE), "--max-iters", "0", "--workers", "2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                "oracle:buggy",
+                "--dataset-path",
+                str(UNWINNABLE),
+                "--max-iters",
+                "0",
+                "--workers",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["summary"]["passed"] == 0 and data["summary"]["errors"] == 0
 
@@ -82,7 +112,23 @@ def test_functions_built_to_cheat_still_fail() -> None:
 
 def test_positive_control_the_same_command_passes_real_tasks(tmp_path: Path, tiny_dataset: Path) -> None:
     out = tmp_path / "control.json"
-    assert main(["--model", "oracle:canonical", "--dataset-path", str(tiny_dataset), "--max-iters", "0", "--workers", "2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                "oracle:canonical",
+                "--dataset-path",
+                str(tiny_dataset),
+                "--max-iters",
+                "0",
+                "--workers",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["summary"]["passed"] == data["summary"]["tasks"] == 3
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -74,7 +75,11 @@ def test_the_built_in_scorers_are_registered_in_their_order(lines_scorer: None) 
 
 
 def test_a_scorer_registered_elsewhere_is_recorded_summed_shown_compared_and_rescored(
-    lines_scorer: None, tmp_path: Path, tiny_dataset: Path, make_config: Callable[..., RunConfig], tiny_tasks: dict[str, Any]
+    lines_scorer: None,
+    tmp_path: Path,
+    tiny_dataset: Path,
+    make_config: Callable[..., RunConfig],
+    tiny_tasks: dict[str, Any],
 ) -> None:
     answer = lambda rec: tool_call(tiny_tasks[entry_point_of(rec)].canonical_code)  # noqa: E731
     with ScriptedServer(answer) as server:
@@ -87,7 +92,10 @@ def test_a_scorer_registered_elsewhere_is_recorded_summed_shown_compared_and_res
     assert stored["summary"]["scores"]["test-lines"] == {"total": sum(lengths.values())}
     assert all(t["scores"]["test-lines"]["lines"] == lengths[t["task_id"]] for t in stored["tasks"])
     # The built-in scores are in the map too, and in the flat fields older readers know.
-    assert all(t["scores"]["verdict"] == {"passed_first": True, "passed": True} and t["passed"] is True for t in stored["tasks"])
+    assert all(
+        t["scores"]["verdict"] == {"passed_first": True, "passed": True} and t["passed"] is True
+        for t in stored["tasks"]
+    )
     assert stored["summary"]["passed_plus"] == stored["summary"]["scores"]["plus"]["passed"] == 3
     assert stored["config"]["schema_version"] == 3
 
@@ -108,7 +116,9 @@ def test_a_scorer_registered_elsewhere_is_recorded_summed_shown_compared_and_res
         again = rescore(outcome.results_path, executor, str(tiny_dataset))
     finally:
         executor.close()
-    assert [t["scores"]["test-lines"] for t in again.document["tasks"]] == [{"lines": lengths[t["task_id"]]} for t in again.document["tasks"]]
+    assert [t["scores"]["test-lines"] for t in again.document["tasks"]] == [
+        {"lines": lengths[t["task_id"]]} for t in again.document["tasks"]
+    ]
 
 
 def test_an_entry_of_a_scorer_not_installed_here_is_kept() -> None:
@@ -122,8 +132,14 @@ def test_an_entry_of_a_scorer_not_installed_here_is_kept() -> None:
 
 def test_a_record_from_before_the_map_is_migrated_by_each_scorer() -> None:
     old = _record(
-        passed=True, passed_first=False, plus=False, plus_first=None, plus_inputs=40, plus_disagreements=2,
-        plus_example="(3,): expected 6, got 5", suspect_hardcoding=["line 2: if n == 3: return 6"],
+        passed=True,
+        passed_first=False,
+        plus=False,
+        plus_first=None,
+        plus_inputs=40,
+        plus_disagreements=2,
+        plus_example="(3,): expected 6, got 5",
+        suspect_hardcoding=["line 2: if n == 3: return 6"],
     )
     record = TaskRecord.from_dict(old)
     assert record.scores == {
@@ -154,8 +170,20 @@ def test_every_committed_results_file_migrates_and_writes_its_flat_fields_back_u
 
 def _record(scores: Mapping[str, Any] | None = None, **flat: Any) -> dict[str, Any]:
     base = {
-        "task_id": "Python/0", "entry_point": "f", "bug_type": "", "failure_symptoms": "", "iterations": 1, "executions": 1,
-        "stop_reason": "passed", "tool_mode": "native", "first_code": "a", "final_code": "b", "score_message": "",
-        "tokens_in": 0, "tokens_out": 0, "model_latency_s": 0.0, "wall_s": 0.0,
+        "task_id": "Python/0",
+        "entry_point": "f",
+        "bug_type": "",
+        "failure_symptoms": "",
+        "iterations": 1,
+        "executions": 1,
+        "stop_reason": "passed",
+        "tool_mode": "native",
+        "first_code": "a",
+        "final_code": "b",
+        "score_message": "",
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "model_latency_s": 0.0,
+        "wall_s": 0.0,
     }
     return {**base, **flat, **({"scores": dict(scores)} if scores is not None else {})}

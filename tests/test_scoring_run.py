@@ -10,19 +10,19 @@ candidates off the host's files.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from humanevalfix.evaluation import robustness
-from humanevalfix.tasks.task import Task
-from humanevalfix.sandbox.child.execution import LIBRARY_MARK
-from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, CaseStore, Cases, default_directory
+from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, Cases, CaseStore, default_directory
 from humanevalfix.evaluation.scorer import PASSED_MESSAGE, score, score_task
+from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor, Limits
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.sandbox.jail import FS
+from humanevalfix.tasks.task import Task
 
 SAMPLE = ("Python/0", "Python/2", "Python/32", "Python/55", "Python/100", "Python/129")
 
@@ -43,7 +43,9 @@ def warm(bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path) -> CaseSto
     return store
 
 
-def test_a_failing_candidate_gets_the_tests_own_status_and_message(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
+def test_a_failing_candidate_gets_the_tests_own_status_and_message(
+    bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
+) -> None:
     for tid in SAMPLE:
         task = all_tasks[tid]
         alone = score(task.buggy_code, task.buggy_code, task, bwrap)
@@ -52,7 +54,9 @@ def test_a_failing_candidate_gets_the_tests_own_status_and_message(bwrap: Execut
         assert together.scores["plus"]["final"] is None
 
 
-def test_a_passing_candidate_passes_with_its_check_in_the_same_run(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
+def test_a_passing_candidate_passes_with_its_check_in_the_same_run(
+    bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
+) -> None:
     runs: list[tuple[str, str]] = []
 
     class Counting:
@@ -68,21 +72,30 @@ def test_a_passing_candidate_passes_with_its_check_in_the_same_run(bwrap: Execut
         assert scored.score.passed and scored.score.message == PASSED_MESSAGE, tid
         assert scored.scores["plus"]["final"] is True and scored.scores["plus"]["inputs"] > 0, tid
     assert len(runs) == len(SAMPLE)  # one run each: test and check together
-    assert all(test.rstrip().endswith(f"_hefix_plus({all_tasks[tid].entry_point}, *_hefix_plus_data)") for (test, _), tid in zip(runs, SAMPLE))
+    assert all(
+        test.rstrip().endswith(f"_hefix_plus({all_tasks[tid].entry_point}, *_hefix_plus_data)")
+        for (test, _), tid in zip(runs, SAMPLE)
+    )
     # The check's function is one text for every task, after the mark: a fork server compiles it once.
     libraries = {support.rpartition(LIBRARY_MARK)[2] for _, support in runs}
     assert len(libraries) == 1 and "def _hefix_plus(" in libraries.pop()
 
 
-def test_a_candidate_fitted_to_the_asserts_passes_and_is_not_plus_in_one_run(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
+def test_a_candidate_fitted_to_the_asserts_passes_and_is_not_plus_in_one_run(
+    bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
+) -> None:
     fitted = "def fib(n: int):\n    return {10: 55, 1: 1, 8: 21, 11: 89, 12: 144}.get(n, n)\n"
     scored = score_task(fitted, fitted, all_tasks["Python/55"], bwrap, warm)
     assert scored.score.passed and scored.score.message == PASSED_MESSAGE
-    assert scored.scores["plus"]["final"] is False and "the canonical solution gives" in (scored.scores["plus"]["example"] or "")
+    assert scored.scores["plus"]["final"] is False and "the canonical solution gives" in (
+        scored.scores["plus"]["example"] or ""
+    )
     assert scored.scores["plus"]["disagreements"] >= 1
 
 
-def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
+def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(
+    bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
+) -> None:
     """Right on the test's inputs, an endless loop on every other: the test's verdict is a pass,
     reported before the check began; the check fails it (no answer in time) and the run reports."""
     task = all_tasks["Python/55"]
@@ -91,11 +104,18 @@ def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(bwrap: Execut
     assert scored.score.passed and scored.scores["plus"]["final"] is False
 
 
-def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path) -> None:
+def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(
+    bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path
+) -> None:
     """A test with a bare `except:` around a call that times out: the mark says the test did not
     pass there, so the one-run path gives the same failure as the test alone."""
     task = all_tasks["Python/0"]
-    swallowing = Task(**{**task.__dict__, "test": "def check(f):\n    try:\n        f([1.0, 2.0], 0.5)\n    except BaseException:\n        pass\n\ncheck(has_close_elements)\n"})
+    swallowing = Task(
+        **{
+            **task.__dict__,
+            "test": "def check(f):\n    try:\n        f([1.0, 2.0], 0.5)\n    except BaseException:\n        pass\n\ncheck(has_close_elements)\n",
+        }
+    )
     store = CaseStore(tmp_path / "cases")
     store.get(swallowing, None, 0.0, bwrap)
     hang = "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n"
@@ -104,7 +124,9 @@ def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(bwrap: 
     assert not alone.passed and together.score == alone
 
 
-def test_answers_are_kept_on_disk_only_where_candidates_cannot_write_the_hosts_files(all_tasks: dict[str, Task], bwrap: Executor, tmp_path: Path) -> None:
+def test_answers_are_kept_on_disk_only_where_candidates_cannot_write_the_hosts_files(
+    all_tasks: dict[str, Task], bwrap: Executor, tmp_path: Path
+) -> None:
     task = all_tasks["Python/2"]
     process = build_executor("process", Limits(timeout_s=6.0))
     try:
@@ -137,15 +159,24 @@ def test_the_key_follows_the_tasks_test_and_the_inputs(all_tasks: dict[str, Task
     assert store.key(task, None, 0.0) == CaseStore(tmp_path).key(task, None, 0.0)
 
 
-def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path) -> None:
+def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(
+    bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path
+) -> None:
     task = all_tasks["Python/2"]
-    slow = Task(**{**task.__dict__, "canonical_code": "import time\n\ndef truncate_number(number: float) -> float:\n    time.sleep(0.03)\n    return number % 1.0\n"})
+    slow = Task(
+        **{
+            **task.__dict__,
+            "canonical_code": "import time\n\ndef truncate_number(number: float) -> float:\n    time.sleep(0.03)\n    return number % 1.0\n",
+        }
+    )
     cases = CaseStore(None).get(slow, [(float(i) + 0.5,) for i in range(40)], 0.0, bwrap)
     assert 3 <= len(cases.cases) <= int(CASES_BUDGET_S / 0.03) + 1 and cases.dropped == 40 - len(cases.cases)
     assert all(c.expected == ["float", 0.5] for c in cases.cases)
 
 
-def test_answers_travel_in_the_normal_form_and_large_ones_are_left_out(bwrap: Executor, all_tasks: dict[str, Task]) -> None:
+def test_answers_travel_in_the_normal_form_and_large_ones_are_left_out(
+    bwrap: Executor, all_tasks: dict[str, Task]
+) -> None:
     task = all_tasks["Python/15"]  # string_sequence(n): a string of about 6n characters
     cases = CaseStore(None).get(task, [(3,), (10**6,)], 0.0, bwrap)  # about 6.9 MB: past TASK_BYTES
     assert [c.text for c in cases.cases] == ["(3,)"] and cases.dropped == 1
@@ -173,7 +204,9 @@ def test_the_default_cache_is_the_users_and_can_be_turned_off() -> None:
     assert default_directory({"HUMANEVALFIX_PLUS_CACHE": "/x"}) == Path("/x")
 
 
-def test_robustness_check_alone_uses_the_same_cases(bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore) -> None:
+def test_robustness_check_alone_uses_the_same_cases(
+    bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
+) -> None:
     task = all_tasks["Python/55"]
     alone = robustness.check(task.canonical_code, task, bwrap, passed=True, store=warm)
     together = score_task(task.canonical_code, task.canonical_code, task, bwrap, warm)

@@ -9,20 +9,20 @@ reaches the server over HTTP, is recorded, guards --resume, and is refused when 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
 
 from humanevalfix.agent import AgentSettings
 from humanevalfix.config import RunConfig, run_spec
-from humanevalfix.runspec import RunSpec, from_dict
 from humanevalfix.errors import ConfigError, UserError
 from humanevalfix.evaluation import resume
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.models.presets import MAX_SEED, load_presets, parse_seed, resolve
+from humanevalfix.runspec import RunSpec, from_dict
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, tool_call
 
 from .conftest import KEYS_ENV, entry_point_of, results_of, turn_of
@@ -75,7 +75,10 @@ def _fail_then_fix(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
 
 
 def test_each_request_carries_its_seed_over_http_and_the_results_record_it(
-    monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_dataset: Path,
+    tiny_tasks: dict[str, Task],
+    make_config: Callable[..., RunConfig],
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, "sk-test-seed")
     with ScriptedServer(_fail_then_fix(tiny_tasks)) as server:
@@ -94,12 +97,21 @@ def test_each_request_carries_its_seed_over_http_and_the_results_record_it(
     assert results_of(unseeded.results_path)["config"]["sampling"]["seed"] is None
 
 
-def test_resume_refuses_another_seed_and_a_run_from_before_seeds_counts_as_unseeded(tmp_path: Path, tiny_dataset: Path) -> None:
+def test_resume_refuses_another_seed_and_a_run_from_before_seeds_counts_as_unseeded(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
     presets = load_presets()
 
     def public(seed: int | None) -> RunSpec:
         config = RunConfig(preset=resolve("local", seed=seed, presets=presets), dataset_path=tiny_dataset)
-        return run_spec(config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="process", isolation="none")
+        return run_spec(
+            config,
+            dataset_source="s",
+            dataset_sha256="abc",
+            task_ids=["Python/0"],
+            executor_name="process",
+            isolation="none",
+        )
 
     stream = tmp_path / "r.jsonl"
     resume.check(public(0), public(0), stream)

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from humanevalfix.models.presets import load_presets
+from humanevalfix.models.presets import Preset, load_presets
 from humanevalfix.models.served import PROBE_CODE, choose
-from humanevalfix.models.presets import Preset
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, fenced, text, tool_call
 
 from .conftest import clean_env, results_of, run_cli
@@ -27,13 +26,32 @@ def is_probe(rec: Recorded) -> bool:
 
 def eval_against(server: ScriptedServer, tmp_path: Path, dataset_path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
     out = tmp_path / "run" / "r.json"
-    proc = run_cli(["--base-url", server.base_url, "--dataset-path", str(dataset_path), "--tasks", "Python/0", "--max-iters", "0",
-                    "--sandbox", "process", "--out", str(out), *extra], cwd=tmp_path, env=clean_env())
+    proc = run_cli(
+        [
+            "--base-url",
+            server.base_url,
+            "--dataset-path",
+            str(dataset_path),
+            "--tasks",
+            "Python/0",
+            "--max-iters",
+            "0",
+            "--sandbox",
+            "process",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, results_of(out)
 
 
-def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_protocol(tmp_path: Path, dataset_path: Path) -> None:
+def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_protocol(
+    tmp_path: Path, dataset_path: Path
+) -> None:
     with ScriptedServer(lambda rec: fenced(FIX), model=LOCAL.model) as server:
         proc, results = eval_against(server, tmp_path, dataset_path)
         requests = server.chat_requests()
@@ -43,7 +61,11 @@ def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_p
     assert request.body["max_tokens"] == LOCAL.max_tokens and request.body["temperature"] == LOCAL.temperatures[0]
     assert isinstance(request.body.get("seed"), int)  # the embedded preset seeds its requests
     config = results["config"]
-    assert config["sampling"] == {"temperatures": list(LOCAL.temperatures), "max_tokens": LOCAL.max_tokens, "seed": LOCAL.seed}
+    assert config["sampling"] == {
+        "temperatures": list(LOCAL.temperatures),
+        "max_tokens": LOCAL.max_tokens,
+        "seed": LOCAL.seed,
+    }
     assert config["preset"]["name"] == "local" and config["native_tools"] is False
     assert "the model of preset 'local'" in config["preset_reason"]
     assert (config["tool_mode"], config["tool_mode_reason"]) == ("text", "preset 'local' uses the text protocol")
@@ -55,7 +77,9 @@ def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_p
 
 def test_options_given_explicitly_win_over_the_lent_preset(tmp_path: Path, dataset_path: Path) -> None:
     with ScriptedServer(lambda rec: fenced(FIX), model=LOCAL.model) as server:
-        _proc, results = eval_against(server, tmp_path, dataset_path, "--temperatures", "0.1", "--max-tokens", "200", "--seed", "none")
+        _proc, results = eval_against(
+            server, tmp_path, dataset_path, "--temperatures", "0.1", "--max-tokens", "200", "--seed", "none"
+        )
         [request] = server.chat_requests()
     assert results["config"]["sampling"] == {"temperatures": [0.1], "max_tokens": 200, "seed": None}
     assert request.body["max_tokens"] == 200 and "seed" not in request.body
@@ -104,12 +128,20 @@ def test_text_tools_given_means_no_probe() -> None:
         preset = Preset(name="x", provider="compatible", model="", base_url=server.base_url, native_tools=False)
         choice = choose(preset, load_presets(), frozenset({"native_tools"}))
         assert server.chat_requests() == []
-    assert (choice.preset.model, choice.preset.native_tools, choice.tools_reason) == ("scripted-model", False, "--text-tools")
+    assert (choice.preset.model, choice.preset.native_tools, choice.tools_reason) == (
+        "scripted-model",
+        False,
+        "--text-tools",
+    )
 
 
 def test_a_server_that_lists_nothing_is_one_line(tmp_path: Path, dataset_path: Path) -> None:
     with ScriptedServer([], model="") as server:
-        proc = run_cli(["--base-url", server.base_url, "--dataset-path", str(dataset_path), "--limit", "1"], cwd=tmp_path, env=clean_env())
+        proc = run_cli(
+            ["--base-url", server.base_url, "--dataset-path", str(dataset_path), "--limit", "1"],
+            cwd=tmp_path,
+            env=clean_env(),
+        )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "the server lists no model; pass --model" in proc.stderr
 
@@ -117,8 +149,20 @@ def test_a_server_that_lists_nothing_is_one_line(tmp_path: Path, dataset_path: P
 def test_bad_input_spends_no_probe(tmp_path: Path, dataset_path: Path) -> None:
     """The probe is a model call: it comes after the run's input checks, like every other call."""
     with ScriptedServer(scripted(tool_call(PROBE_CODE))) as server:
-        proc = run_cli(["--base-url", server.base_url, "--dataset-path", str(dataset_path), "--limit", "1", "--out", "/proc/x.json"],
-                       cwd=tmp_path, env=clean_env())
+        proc = run_cli(
+            [
+                "--base-url",
+                server.base_url,
+                "--dataset-path",
+                str(dataset_path),
+                "--limit",
+                "1",
+                "--out",
+                "/proc/x.json",
+            ],
+            cwd=tmp_path,
+            env=clean_env(),
+        )
         calls = server.chat_requests()
     assert proc.returncode == 2 and "--out /proc/x.json" in proc.stderr
     assert calls == []

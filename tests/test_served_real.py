@@ -31,8 +31,27 @@ def child_env(tag: str) -> dict[str, str]:
 
 
 def eval_run(out: Path, tag: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "humanevalfix", "--tasks", TASKS, "--max-iters", "0", "--sandbox", "process", "--out", str(out), *args],
-                          cwd=out.parent, env=child_env(tag), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "humanevalfix",
+            "--tasks",
+            TASKS,
+            "--max-iters",
+            "0",
+            "--sandbox",
+            "process",
+            "--out",
+            str(out),
+            *args,
+        ],
+        cwd=out.parent,
+        env=child_env(tag),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))
     results["stderr"] = done.stderr
@@ -41,8 +60,14 @@ def eval_run(out: Path, tag: str, *args: str) -> dict:
 
 def test_base_url_at_serve_alone_gives_the_embedded_runs_verdicts(tmp_path: Path) -> None:
     tag = uuid.uuid4().hex
-    server = subprocess.Popen([sys.executable, "-m", "humanevalfix", "serve"], cwd=tmp_path, env=child_env(tag),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "humanevalfix", "serve"],
+        cwd=tmp_path,
+        env=child_env(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()
@@ -62,5 +87,8 @@ def test_base_url_at_serve_alone_gives_the_embedded_runs_verdicts(tmp_path: Path
     assert s["sampling"] == e["sampling"] and s["native_tools"] == e["native_tools"] is False
     assert s["preset"]["name"] == "local" and "the model of preset 'local'" in s["preset_reason"]
     assert "server: " in served["stderr"] and "the text protocol" in served["stderr"]
-    verdicts = [[(t["task_id"], t["passed_first"], t["passed"], t["first_code"]) for t in r["tasks"]] for r in (served, embedded)]
+    verdicts = [
+        [(t["task_id"], t["passed_first"], t["passed"], t["first_code"]) for t in r["tasks"]]
+        for r in (served, embedded)
+    ]
     assert verdicts[0] == verdicts[1]

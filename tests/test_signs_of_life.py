@@ -9,14 +9,23 @@ import io
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from humanevalfix.cli import main
-from humanevalfix.evaluation.activity import ETA_AFTER, Activity, LiveProgress, TrackedExecutor, TrackedModel, eta_text, format_span
+from humanevalfix.evaluation.activity import (
+    ETA_AFTER,
+    Activity,
+    LiveProgress,
+    TrackedExecutor,
+    TrackedModel,
+    eta_text,
+    format_span,
+)
 from humanevalfix.evaluation.results import summarize
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.reports.summary import cost_text, summary_table
@@ -54,7 +63,10 @@ def test_a_task_shows_its_turn_what_it_waits_for_and_how_long() -> None:
             seen.append(activity.lines())
             return ExecResult(status="passed", message="", duration_s=3.0)
 
-    model, executor = TrackedModel(SlowModel(), activity, 1, "Python/7"), TrackedExecutor(SlowExecutor(), activity, 1, "Python/7")
+    model, executor = (
+        TrackedModel(SlowModel(), activity, 1, "Python/7"),
+        TrackedExecutor(SlowExecutor(), activity, 1, "Python/7"),
+    )
     model.chat(None)  # type: ignore[arg-type]
     executor.run("code", "test")
     model.chat(None)  # type: ignore[arg-type]
@@ -78,7 +90,9 @@ def test_a_task_shows_its_turn_what_it_waits_for_and_how_long() -> None:
         (30.0, 3, 0, ""),
     ],
 )
-def test_the_estimate_is_the_runs_mean_time_per_task_times_the_tasks_left(elapsed: float | None, finished: int, left: int, text: str) -> None:
+def test_the_estimate_is_the_runs_mean_time_per_task_times_the_tasks_left(
+    elapsed: float | None, finished: int, left: int, text: str
+) -> None:
     assert eta_text(elapsed, finished, left) == text
 
 
@@ -130,11 +144,28 @@ def test_cost_is_local_or_a_dash_without_a_price() -> None:
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["stdout a terminal", "stdout a pipe"])
 def test_the_results_path_is_said_once_on_a_terminal_and_given_bare_to_a_pipe(
-    terminal: bool, tmp_path: Path, tiny_dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    terminal: bool,
+    tmp_path: Path,
+    tiny_dataset: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "r.json"
     monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
-    code = main(["--model", "oracle:canonical", "--sandbox", "process", "--dataset-path", str(tiny_dataset), "--limit", "1", "--out", str(out)])
+    code = main(
+        [
+            "--model",
+            "oracle:canonical",
+            "--sandbox",
+            "process",
+            "--dataset-path",
+            str(tiny_dataset),
+            "--limit",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0
     shown = (captured.out + captured.err).count(str(out))

@@ -132,8 +132,17 @@ def module_graph(inits: bool) -> dict[str, set[str]]:
 # package must fall in one, so that a new subpackage is placed here on purpose.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the ground: no knowledge of tasks, models or runs
-    ("humanevalfix", "humanevalfix.errors", "humanevalfix.exports", "humanevalfix.redaction", "humanevalfix.safetext",
-     "humanevalfix.pyast", "humanevalfix.jsonio", "humanevalfix.registry", "humanevalfix.cachedirs"),
+    (
+        "humanevalfix",
+        "humanevalfix.errors",
+        "humanevalfix.exports",
+        "humanevalfix.redaction",
+        "humanevalfix.safetext",
+        "humanevalfix.pyast",
+        "humanevalfix.jsonio",
+        "humanevalfix.registry",
+        "humanevalfix.cachedirs",
+    ),
     ("humanevalfix.tasks",),  # the task record, dataset formats, the task's helpers
     ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.envfiles"),  # running code; talking to a model
     ("humanevalfix.agent",),  # the repair loop: a task's request, a model, an executor
@@ -171,8 +180,16 @@ def test_imports_run_down_the_layers() -> None:
         if layer_of(target) > layer_of(module)
     )
     assert not up, "imports that run back up a layer: " + "; ".join(up)
-    assert layer_of("humanevalfix.tasks.task") < layer_of("humanevalfix.models.oracle") < layer_of("humanevalfix.agent._request")
-    assert layer_of("humanevalfix.agent._request") < layer_of("humanevalfix.evaluation.dataset") < layer_of("humanevalfix.fixer.session")
+    assert (
+        layer_of("humanevalfix.tasks.task")
+        < layer_of("humanevalfix.models.oracle")
+        < layer_of("humanevalfix.agent._request")
+    )
+    assert (
+        layer_of("humanevalfix.agent._request")
+        < layer_of("humanevalfix.evaluation.dataset")
+        < layer_of("humanevalfix.fixer.session")
+    )
     # `fix` uses the records of a run, not the run itself: nothing of fixer/ imports the eval's runner.
     graph = module_graph(inits=False)
     assert not [m for m in graph if m.startswith("humanevalfix.fixer") and "humanevalfix.evaluation.runner" in graph[m]]
@@ -189,14 +206,23 @@ def test_no_cycle_between_packages() -> None:
 
 
 def test_with_inits_names_every_package_on_the_way() -> None:
-    assert with_inits("humanevalfix.agent.prompts") == {"humanevalfix", "humanevalfix.agent", "humanevalfix.agent.prompts"}
+    assert with_inits("humanevalfix.agent.prompts") == {
+        "humanevalfix",
+        "humanevalfix.agent",
+        "humanevalfix.agent.prompts",
+    }
     # An __init__ that imports its own modules is re-entered by a sibling import through it:
     assert find_cycle({"p": {"p.a"}, "p.a": {"p", "p.b"}, "p.b": {"p"}}) is not None
 
 
 def test_the_files_are_found() -> None:
     names = set(package_files())
-    for expected in ("humanevalfix", "humanevalfix.cli", "humanevalfix.sandbox.child.runner", "humanevalfix.evaluation.runner"):
+    for expected in (
+        "humanevalfix",
+        "humanevalfix.cli",
+        "humanevalfix.sandbox.child.runner",
+        "humanevalfix.evaluation.runner",
+    ):
         assert expected in names
     assert len(all_imports()) > 100
 
@@ -236,7 +262,11 @@ def test_the_library_never_imports_the_cli() -> None:
         f"{imp.module}:{imp.line}"
         for imp in all_imports()
         if not (imp.module == allowed[0] or imp.module.startswith(allowed[0] + ".") or imp.module == allowed[1])
-        and (imp.target == "humanevalfix.cli" or imp.target.startswith("humanevalfix.cli.") or (imp.target == PACKAGE and "cli" in imp.names))
+        and (
+            imp.target == "humanevalfix.cli"
+            or imp.target.startswith("humanevalfix.cli.")
+            or (imp.target == PACKAGE and "cli" in imp.names)
+        )
     ]
     assert not bad, "the library imports humanevalfix.cli: " + ", ".join(bad)
 
@@ -257,8 +287,16 @@ def test_no_module_is_over_400_lines() -> None:
     assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(over)
 
 
-CURATED = ("humanevalfix.sandbox", "humanevalfix.models", "humanevalfix.evaluation", "humanevalfix.reports", "humanevalfix.tasks",
-           "humanevalfix.agent", "humanevalfix.fixer", "humanevalfix.cli")
+CURATED = (
+    "humanevalfix.sandbox",
+    "humanevalfix.models",
+    "humanevalfix.evaluation",
+    "humanevalfix.reports",
+    "humanevalfix.tasks",
+    "humanevalfix.agent",
+    "humanevalfix.fixer",
+    "humanevalfix.cli",
+)
 
 
 def test_every_curated_name_resolves_to_its_module() -> None:
@@ -274,7 +312,7 @@ def test_every_curated_name_resolves_to_its_module() -> None:
             if owner is not None and owner != "typing":
                 assert owner.startswith(package + "."), (package, name, owner)
         try:
-            getattr(module, "no_such_name")
+            module.no_such_name
         except AttributeError as exc:
             assert "no_such_name" in str(exc)
         else:
@@ -308,10 +346,18 @@ def test_every_executor_takes_the_tasks_helpers_and_passes_them_on() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
             for fn in cls.body:
-                if not (isinstance(fn, ast.FunctionDef) and fn.name == "run" and [a.arg for a in fn.args.args[:3]] == ["self", "code", "test"]):
+                if not (
+                    isinstance(fn, ast.FunctionDef)
+                    and fn.name == "run"
+                    and [a.arg for a in fn.args.args[:3]] == ["self", "code", "test"]
+                ):
                     continue
                 params = [a.arg for a in fn.args.args]
-                calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("run", "_run")]
+                calls = [
+                    c
+                    for c in ast.walk(fn)
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("run", "_run")
+                ]
                 forwards = all(any(isinstance(a, ast.Name) and a.id == "support" for a in c.args) for c in calls)
                 if "support" not in params or not forwards:
                     missing.append(f"{path.relative_to(ROOT)}:{cls.name}.run")

@@ -13,9 +13,9 @@ import base64
 import importlib.util
 import marshal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Iterator
 
 import pytest
 
@@ -69,7 +69,9 @@ def test_a_compiled_test_gives_the_judges_own_verdict_and_message(warm: Executor
     assert (got.status, got.message) == (expected.status, expected.message)
 
 
-def test_dataset_tasks_with_the_plus_check_score_as_when_the_judge_compiles(warm: Executor, fresh: Executor, all_tasks: dict[str, Task], tmp_path: Path) -> None:
+def test_dataset_tasks_with_the_plus_check_score_as_when_the_judge_compiles(
+    warm: Executor, fresh: Executor, all_tasks: dict[str, Task], tmp_path: Path
+) -> None:
     store = CaseStore(tmp_path / "cases")
     for tid in SAMPLE:
         task = all_tasks[tid]
@@ -104,7 +106,13 @@ def test_bytes_that_are_not_a_compiled_test_are_ignored() -> None:
     env = SimpleNamespace(prelude_names=frozenset(), rewriting=rewriting)
     good = execution.compile_test(env, "assert f(1)\n")  # type: ignore[arg-type]
     assert execution.from_bytes(env, execution.to_bytes(good), "assert f(1)\n", "", None) is not None  # type: ignore[arg-type]
-    for junk in (b"", b"not marshal", marshal.dumps(("code", None, ())), marshal.dumps((good.code, None, ("f", 1))), marshal.dumps([1, 2, 3])):
+    for junk in (
+        b"",
+        b"not marshal",
+        marshal.dumps(("code", None, ())),
+        marshal.dumps((good.code, None, ("f", 1))),
+        marshal.dumps([1, 2, 3]),
+    ):
         assert execution.from_bytes(env, junk, "assert f(1)\n", "", None) is None  # type: ignore[arg-type]
 
 
@@ -131,7 +139,9 @@ def test_compiled_tests_are_kept_on_disk_and_read_back(tmp_path: Path, monkeypat
 
 
 @pytest.mark.parametrize("kind,kept", [("bwrap", True), ("process", False)])
-def test_only_a_level_that_keeps_candidates_off_the_hosts_files_keeps_them_on_disk(kind: str, kept: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_a_level_that_keeps_candidates_off_the_hosts_files_keeps_them_on_disk(
+    kind: str, kept: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(testcode.CACHE_ENV, str(tmp_path / "compiled"))
     ex = build_executor(kind, Limits(timeout_s=20.0))
     try:
@@ -193,7 +203,9 @@ def test_workers_compile_tests_at_once_without_tripping_cpythons_shared_ast_stat
     assert missing == [] and errors == []
 
 
-def test_without_a_compiled_test_the_server_compiles_it_on_its_second_coming(warm: Executor, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_compiled_test_the_server_compiles_it_on_its_second_coming(
+    warm: Executor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A server the harness compiles nothing for (another Python's, a test that does not compile
     here) keeps its own cache: the same verdicts and messages the first, second and third time,
     the library after the mark included."""
@@ -201,7 +213,13 @@ def test_without_a_compiled_test_the_server_compiles_it_on_its_second_coming(war
     monkeypatch.setattr(warm._testcode, "for_run", lambda test, support: None)  # type: ignore[attr-defined]
     support = f"K = 2\n{execution.LIBRARY_MARK}def lib_twice(f, x):\n    return 2 * f(x, x)\n"
     test = ADD_TEST + "assert lib_twice(add, K) == 8\n"
-    seen = [[(r.status, r.message) for r in (warm.run(CANDIDATES[c], test, support) for c in ("right", "wrong", "off by one"))] for _ in range(3)]
+    seen = [
+        [
+            (r.status, r.message)
+            for r in (warm.run(CANDIDATES[c], test, support) for c in ("right", "wrong", "off by one"))
+        ]
+        for _ in range(3)
+    ]
     assert seen[0] == seen[1] == seen[2], seen
     assert [status for status, _message in seen[0]] == ["passed", "failed", "failed"]
     assert "two and two" in seen[0][2][1]

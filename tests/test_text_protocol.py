@@ -17,19 +17,24 @@ import pytest
 
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, prompts, repair, request_for_task
 from humanevalfix.agent.codecheck import function_header
-from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
-from humanevalfix.sandbox.executor import Executor
 from humanevalfix.evaluation.dataset import Task
+from humanevalfix.models.client import ChatModel, OpenAIChatModel, RetryPolicy
 from humanevalfix.models.keys import KeyPool
+from humanevalfix.sandbox.executor import Executor
+from humanevalfix.testing.scripted_server import ScriptedServer, fenced, text
 
 from .conftest import CountingExecutor
-from humanevalfix.testing.scripted_server import ScriptedServer, fenced, text
 
 BELOW_ZERO = "Python/3"  # buggy: `balance == 0` where `balance < 0` is meant
 
 
 def repair_task(
-    task: Task, model: ChatModel, executor: Executor, settings: AgentSettings, mode: ToolMode, stop: threading.Event | None = None
+    task: Task,
+    model: ChatModel,
+    executor: Executor,
+    settings: AgentSettings,
+    mode: ToolMode,
+    stop: threading.Event | None = None,
 ) -> AgentResult:
     """The benchmark's way in: the task's request, as the runner builds it."""
     return repair(request_for_task(task, settings), model, executor, settings, mode, stop)
@@ -37,7 +42,10 @@ def repair_task(
 
 def model_for(server: ScriptedServer) -> OpenAIChatModel:
     return OpenAIChatModel(
-        provider="compatible", model="scripted-model", base_url=server.base_url, keys=KeyPool(["x"]),
+        provider="compatible",
+        model="scripted-model",
+        base_url=server.base_url,
+        keys=KeyPool(["x"]),
         retry=RetryPolicy(attempts=1, initial_s=0.01, timeout_s=10.0),
     )
 
@@ -73,7 +81,12 @@ def test_the_first_prompt_shows_the_current_failure_and_the_unchanged_function_i
 
 def test_a_model_stuck_on_the_buggy_code_is_asked_to_explain_then_to_rewrite_from_the_description(task: Task) -> None:
     settings = AgentSettings(max_iters=5, temperatures=(0.0, 0.5), repeat_bump=0.2)
-    replies = [fenced(task.buggy_code), fenced(task.buggy_code), fenced(task.buggy_code), fenced(task.canonical_code or "")]
+    replies = [
+        fenced(task.buggy_code),
+        fenced(task.buggy_code),
+        fenced(task.buggy_code),
+        fenced(task.canonical_code or ""),
+    ]
     with ScriptedServer(replies) as server:
         result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
         requests = server.chat_requests()
@@ -134,7 +147,9 @@ def test_with_neither_description_nor_tests_there_is_nothing_to_rewrite_from(tas
 def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) -> None:
     wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 6)]
     with ScriptedServer([fenced(w) for w in wrongs[:4]] + [fenced(task.canonical_code or "")]) as server:
-        result = repair_task(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False))
+        result = repair_task(
+            task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False)
+        )
         requests = server.chat_requests()
     assert [a.outcome for a in result.attempts] == ["failed"] * 4 + ["passed"]
     assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * 2
@@ -173,11 +188,23 @@ def test_rewrite_now_asks_the_last_resort_in_the_same_turn_when_a_reply_brings_n
         result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
         requests = server.chat_requests()
     first, second = result.attempts[:2]
-    assert (first.turn, first.strategy, first.rewritten_from, first.redrawn, first.outcome) == (0, "rewrite", "fix", ["repeat"], "failed")
+    assert (first.turn, first.strategy, first.rewritten_from, first.redrawn, first.outcome) == (
+        0,
+        "rewrite",
+        "fix",
+        ["repeat"],
+        "failed",
+    )
     assert [m["role"] for m in requests[1].body["messages"]] == ["system", "user"]
     assert requests[1].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
     assert requests[1].body["temperature"] == 0.0
-    assert (second.turn, second.strategy, second.rewritten_from, second.redrawn, second.outcome) == (1, "rewrite", None, [], "repeat")
+    assert (second.turn, second.strategy, second.rewritten_from, second.redrawn, second.outcome) == (
+        1,
+        "rewrite",
+        None,
+        [],
+        "repeat",
+    )
     assert result.attempts[2].outcome == "passed" and len(requests) == 4
     assert result.first_code == wrong  # turn 0's candidate: the rewrite
 
@@ -193,19 +220,34 @@ def test_with_max_iters_0_one_reply_is_the_attempt_whatever_the_policy_says(task
 
 def test_without_rewrite_now_or_a_way_to_rewrite_the_repeat_spends_its_turn(task: Task) -> None:
     wrong = task.buggy_code.replace("balance == 0", "balance < -100")
-    for settings in (AgentSettings(max_iters=2), AgentSettings(max_iters=2, rewrite_now=True, strategies=("fix", "explain"))):
+    for settings in (
+        AgentSettings(max_iters=2),
+        AgentSettings(max_iters=2, rewrite_now=True, strategies=("fix", "explain")),
+    ):
         with ScriptedServer([fenced(task.buggy_code), fenced(wrong), fenced(wrong)]) as server:
             result = repair_task(task, model_for(server), CountingExecutor(), settings, ToolMode(native=False))
-        assert (result.attempts[0].outcome, result.attempts[0].strategy, result.attempts[0].rewritten_from) == ("repeat", "fix", None)
+        assert (result.attempts[0].outcome, result.attempts[0].strategy, result.attempts[0].rewritten_from) == (
+            "repeat",
+            "fix",
+            None,
+        )
 
 
 @pytest.mark.parametrize(("rewrite_turns", "asked"), [(1, 4), (2, 5), (3, 6), (None, 6)])
-def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(task: Task, rewrite_turns: int | None, asked: int) -> None:
+def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(
+    task: Task, rewrite_turns: int | None, asked: int
+) -> None:
     """Rewrite's later turns almost never pass (agent.strategies): after `rewrite_turns` of them the
     task ends, its budget not spent; recorded as `stuck`, scored on the last candidate like the budget."""
     wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 7)]
     with ScriptedServer([fenced(w) for w in wrongs]) as server:
-        result = repair_task(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5, rewrite_turns=rewrite_turns), ToolMode(native=False))
+        result = repair_task(
+            task,
+            model_for(server),
+            CountingExecutor(),
+            AgentSettings(max_iters=5, rewrite_turns=rewrite_turns),
+            ToolMode(native=False),
+        )
         requests = server.chat_requests()
     assert len(requests) == len(result.attempts) == asked
     assert [a.strategy for a in result.attempts] == ["fix"] * 3 + ["rewrite"] * (asked - 3)
@@ -257,7 +299,9 @@ def test_each_request_holds_the_task_and_only_the_last_exchange_as_clean_code(ta
 def test_prose_instead_of_code_after_a_failure_does_not_end_the_repair(task: Task) -> None:
     replies = [fenced(wrong_fix(task)), text("I believe the code is correct now."), fenced(task.canonical_code or "")]
     with ScriptedServer(replies) as server:
-        result = repair_task(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False))
+        result = repair_task(
+            task, model_for(server), CountingExecutor(), AgentSettings(max_iters=5), ToolMode(native=False)
+        )
         requests = server.chat_requests()
     assert [a.outcome for a in result.attempts] == ["failed", "no_code", "passed"]
     assert "I found no code in your reply" in requests[2].body["messages"][-1]["content"]
@@ -268,7 +312,9 @@ def test_the_block_defining_the_entry_point_is_the_candidate_not_the_longer_test
     tests_block = "\n".join(f"assert below_zero([{i}, -{i + 1}]) == True" for i in range(12))
     reply = text(f"```python\n{task.canonical_code}\n```\nAnd some checks:\n```python\n{tests_block}\n```")
     with ScriptedServer([reply]) as server:
-        result = repair_task(task, model_for(server), CountingExecutor(), AgentSettings(max_iters=1), ToolMode(native=False))
+        result = repair_task(
+            task, model_for(server), CountingExecutor(), AgentSettings(max_iters=1), ToolMode(native=False)
+        )
     [attempt] = result.attempts
     assert attempt.outcome == "passed" and attempt.via == "fenced"
     assert "def below_zero" in (attempt.code or "")

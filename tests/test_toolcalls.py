@@ -7,7 +7,7 @@ import json
 from humanevalfix.agent.toolcalls import extract_calls, first_usable
 from humanevalfix.models.client import ToolCall
 
-FIX = 'def add(a, b):\n    return a + b\n'
+FIX = "def add(a, b):\n    return a + b\n"
 TRICKY = 'def braces(s):\n    d = {"x": "}"}\n    return f"{s}```{{}}" + d["x"]\n'
 
 
@@ -154,7 +154,10 @@ def test_json_call_to_another_tool_is_malformed() -> None:
 
 
 def test_tool_call_line_with_the_tool_name_and_arguments_only() -> None:
-    for line in (f"TOOL_CALL: run_code {json.dumps({'code': TRICKY})}", f"TOOL_CALL: run_code({json.dumps({'code': FIX})})"):
+    for line in (
+        f"TOOL_CALL: run_code {json.dumps({'code': TRICKY})}",
+        f"TOOL_CALL: run_code({json.dumps({'code': FIX})})",
+    ):
         [call] = extract_calls("Let me check.\n" + line, [])
         assert call.via == "tool_call_line" and call.code in (TRICKY, FIX)
     [call] = extract_calls(f"TOOL_CALL: {json.dumps({'code': FIX})}", [])

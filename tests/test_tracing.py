@@ -68,7 +68,9 @@ def test_a_trace_shows_the_changed_values_line_by_line(executor: CountingExecuto
     assert "y = xs[0] + 1  | y=2" in indexed  # the model's text: brackets as written, no console escapes
 
 
-def test_a_long_or_endless_call_is_bounded_and_the_candidates_prints_are_not_the_trace(executor: CountingExecutor) -> None:
+def test_a_long_or_endless_call_is_bounded_and_the_candidates_prints_are_not_the_trace(
+    executor: CountingExecutor,
+) -> None:
     code = "def f(n):\n    print('MARK' * 1000)\n    while True:\n        n += 1\n"
     text = runtime_values(executor, code, "  call:     f(1)", "f")
     assert "steps not shown" in text and "(stopped after 5000 steps)" in text
@@ -105,7 +107,9 @@ def test_the_feedback_on_a_candidate_carries_the_trace_only_when_asked_and_the_o
     assert ("balance=1" in feedback) == (mode != "none")
 
 
-def test_a_repeat_and_a_reply_without_code_are_drawn_again_in_the_same_turn(all_tasks: dict[str, Task], executor: CountingExecutor) -> None:
+def test_a_repeat_and_a_reply_without_code_are_drawn_again_in_the_same_turn(
+    all_tasks: dict[str, Task], executor: CountingExecutor
+) -> None:
     task = _task(all_tasks, "Python/3")
     settings = AgentSettings(max_iters=1, docstring=False, redraws=2, seed=0, temperatures=(0.0,))
     model = Script([fenced(task.buggy_code), "No bug here.", fenced(task.canonical_code)])
@@ -129,7 +133,9 @@ def test_without_redraws_a_repeat_spends_its_turn(all_tasks: dict[str, Task], ex
     assert all(a.redrawn == [] for a in result.attempts)
 
 
-def test_redraw_turns_keeps_the_redraws_to_the_first_turns(all_tasks: dict[str, Task], executor: CountingExecutor) -> None:
+def test_redraw_turns_keeps_the_redraws_to_the_first_turns(
+    all_tasks: dict[str, Task], executor: CountingExecutor
+) -> None:
     task = _task(all_tasks, "Python/3")
     settings = AgentSettings(max_iters=2, docstring=False, redraws=1, redraw_turns=1, seed=0, temperatures=(0.0,))
     wrong = fenced(task.buggy_code.replace("balance == 0", "balance == 1"))

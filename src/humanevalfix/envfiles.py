@@ -11,9 +11,9 @@ its key came from in its first lines (masked).
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import MutableMapping
 
 from humanevalfix.models.catalog import PROVIDERS
 
@@ -61,7 +61,9 @@ def load_env_files(environ: MutableMapping[str, str] | None = None) -> EnvFiles:
     return EnvFiles(tuple(files), origin)
 
 
-def key_line(key_env: str | None, provider: str, loaded: EnvFiles, environ: MutableMapping[str, str] | None = None) -> str | None:
+def key_line(
+    key_env: str | None, provider: str, loaded: EnvFiles, environ: MutableMapping[str, str] | None = None
+) -> str | None:
     """`key: OPENAI_API_KEY …abcd from /home/me/project/.env`, or why no key is used; None for
     models that need none (the oracle)."""
     from humanevalfix.models.keys import mask, split_keys

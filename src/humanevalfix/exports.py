@@ -12,7 +12,8 @@ to import and cannot form a cycle; tests/test_structure.py checks every one of t
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def lazy_exports(package: str, table: dict[str, str]) -> Callable[[str], Any]:

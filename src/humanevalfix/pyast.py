@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _LOCK = threading.RLock()  # guards CPython's shared AST state, not any data of ours
 

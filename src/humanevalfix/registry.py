@@ -45,7 +45,9 @@ class _Plugins:
                 except ConfigError as exc:
                     raise ConfigError(f"plugin {point.name} ({point.value}): {_bounded(exc)}") from None
                 except Exception as exc:  # a broken plugin is named, not a traceback from inside it
-                    raise ConfigError(f"plugin {point.name} ({point.value}) failed to load: {type(exc).__name__}: {_bounded(exc)}") from None
+                    raise ConfigError(
+                        f"plugin {point.name} ({point.value}) failed to load: {type(exc).__name__}: {_bounded(exc)}"
+                    ) from None
 
 
 def _bounded(exc: Exception, limit: int = 300) -> str:

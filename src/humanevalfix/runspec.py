@@ -22,8 +22,9 @@ file lacks is `unrecorded`: left out when compared and when written back.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from humanevalfix.agent import AgentSettings
 from humanevalfix.agent.engines import DEFAULT_ENGINE
@@ -61,7 +62,9 @@ class EmbeddedServerSpec:
     # Mostly speed, but drafted tokens are checked in batches, whose arithmetic can flip a greedy
     # near tie (docs/local-model.md): compared on --resume.
     prompt_lookup: int = _f("prompt_lookup", True, 10, "--prompt-lookup")
-    exact_lookup: bool = _f("exact_lookup", True, False, "--exact-lookup", legacy=False)  # added later; before, never exact
+    exact_lookup: bool = _f(
+        "exact_lookup", True, False, "--exact-lookup", legacy=False
+    )  # added later; before, never exact
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,9 @@ class ModelSpec:
     # The preset as resolved (no secret: key variable names only); its result-affecting parts are
     # the fields below. A mapping, read by the reports for its name and prices.
     preset: Mapping[str, Any] | None = _f("preset", False, None)
-    preset_reason: str | None = _f("preset_reason", False, None)  # --base-url: why this preset's sampling (models.served)
+    preset_reason: str | None = _f(
+        "preset_reason", False, None
+    )  # --base-url: why this preset's sampling (models.served)
     temperatures: tuple[float, ...] = _f("sampling.temperatures", True, (), "--temperatures")
     max_tokens: int = _f("sampling.max_tokens", True, 0, "--max-tokens")
     # The base of each request's seed (agent._settings.request_seed); runs from before seeds sent none.
@@ -81,7 +86,9 @@ class ModelSpec:
     embedded_server: EmbeddedServerSpec | None = _f("embedded_server", True, None)  # provider local only
 
     @classmethod
-    def of(cls, preset: Preset, preset_reason: str | None = None, embedded: EmbeddedServerSpec | None = None) -> ModelSpec:
+    def of(
+        cls, preset: Preset, preset_reason: str | None = None, embedded: EmbeddedServerSpec | None = None
+    ) -> ModelSpec:
         """The model section of a resolved preset; `embedded`: the embedded server's options (provider local)."""
         return cls(
             model=preset.model,
@@ -126,7 +133,9 @@ class AgentSpec:
     # the model sees (agent._settings); runs before them had neither.
     redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)
     redraw_turns: int | None = _f("redraw_turns", True, None, "--redraw-turns", legacy=None)
-    strategies: tuple[str, ...] | None = _f("strategies", True, None, "--strategies", legacy=None)  # None: all registered
+    strategies: tuple[str, ...] | None = _f(
+        "strategies", True, None, "--strategies", legacy=None
+    )  # None: all registered
     # Files before the option ran rewrite for REWRITE_TURNS turns (2, since commit 62b01cc; older
     # ones, whose prompts differ anyway, for the rest of the budget).
     rewrite_turns: int = _f("rewrite_turns", True, REWRITE_TURNS, "--rewrite-turns", legacy=REWRITE_TURNS)
@@ -256,7 +265,9 @@ def from_dict(raw: Mapping[str, Any], where: str = "config") -> RunSpec:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise UserError(f"{where}.schema_version: expected a positive integer, got {version!r}")
     if version > SCHEMA_VERSION:
-        raise UserError(f"{where}: schema_version {version} was written by a newer version of this tool (this one reads up to {SCHEMA_VERSION})")
+        raise UserError(
+            f"{where}: schema_version {version} was written by a newer version of this tool (this one reads up to {SCHEMA_VERSION})"
+        )
     data = _migrated(raw) if version == 1 else raw
     unrecorded: set[str] = set()
     sections = {s: _load(type(_EMPTY[s]), data, "", unrecorded, where) for s in _SECTIONS}
@@ -271,7 +282,9 @@ def _migrated(raw: Mapping[str, Any]) -> dict[str, Any]:
     if not (isinstance(name, str) and name in PROTOCOLS):
         docstring, feedback = data.get("docstring", True) is not False, data.get("feedback", "tests")
         known = [p.name for p in PROTOCOLS.values() if (p.docstring, p.feedback) == (docstring, feedback)]
-        data["protocol"] = known[0] if known else f"custom (docstring {'shown' if docstring else 'hidden'}, feedback {feedback})"
+        data["protocol"] = (
+            known[0] if known else f"custom (docstring {'shown' if docstring else 'hidden'}, feedback {feedback})"
+        )
         data.setdefault("docstring", docstring)
         data.setdefault("feedback", feedback)
     else:
@@ -396,4 +409,6 @@ def _plain(value: Any) -> Any:
 
 
 _RECORDS: dict[str, type] = {"DockerSpec": DockerSpec, "EmbeddedServerSpec": EmbeddedServerSpec}
-_EMPTY: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunSpec) if f.name in _SECTIONS}  # each section's defaults
+_EMPTY: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(RunSpec) if f.name in _SECTIONS
+}  # each section's defaults

@@ -26,14 +26,17 @@ class Exchange:
     feedback: str
 
     def messages(self, feedback: str | None = None) -> list[dict[str, Any]]:
-        return [{"role": "assistant", "content": self.shown}, {"role": "user", "content": self.feedback if feedback is None else feedback}]
+        return [
+            {"role": "assistant", "content": self.shown},
+            {"role": "user", "content": self.feedback if feedback is None else feedback},
+        ]
 
 
 class Conversation(Protocol):
     strategy: str  # recorded on the attempt: native, or the text protocol's way of asking
     text_protocol: bool  # how the feedback is worded
 
-    def for_mode(self, mode: ToolMode, last: Exchange | None) -> "Conversation":
+    def for_mode(self, mode: ToolMode, last: Exchange | None) -> Conversation:
         """This conversation, or the text one taking over from it once the endpoint needs text."""
 
     def next_request(self, turn: int, result: AgentResult) -> ChatRequest:

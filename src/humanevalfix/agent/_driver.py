@@ -14,7 +14,7 @@ per protocol (agent._native, agent._text).
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from humanevalfix.agent._request import RepairRequest
 from humanevalfix.agent._result import AgentResult, Attempt

@@ -69,7 +69,9 @@ def trimmed_tests(tests: str, lines: int) -> str:
     if lines >= len(kept):
         return tests
     left_out = len(kept) - lines
-    return "\n".join(kept[:lines] + [f"# ... {left_out} more lines of the tests, not shown: they do not fit the model's context"])
+    return "\n".join(
+        kept[:lines] + [f"# ... {left_out} more lines of the tests, not shown: they do not fit the model's context"]
+    )
 
 
 def _latest_exchange(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

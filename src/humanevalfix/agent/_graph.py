@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from humanevalfix.agent._request import RepairRequest
 from humanevalfix.agent._result import AgentResult, Attempt
@@ -47,7 +48,9 @@ def require_langgraph(what: str) -> None:
     try:
         importlib.import_module("langgraph.graph")
     except ImportError:
-        raise ConfigError(f"{what} needs the optional langgraph package, which is not installed; install it with `{INSTALL}`") from None
+        raise ConfigError(
+            f"{what} needs the optional langgraph package, which is not installed; install it with `{INSTALL}`"
+        ) from None
 
 
 def node(step: Step) -> Callable[[GraphState], dict[str, str]]:
@@ -70,7 +73,8 @@ def build_graph(
     """The uncompiled graph: a node per entry of `routes` (its step from `steps`), a conditional
     edge per route. Pass changed copies of ROUTES and STEPS to add or re-wire nodes."""
     require_langgraph("--engine langgraph")
-    from langgraph.graph import END as GRAPH_END, START, StateGraph
+    from langgraph.graph import END as GRAPH_END
+    from langgraph.graph import START, StateGraph
 
     missing = sorted(set(routes) - set(steps))
     if missing:
@@ -80,11 +84,15 @@ def build_graph(
         builder.add_node(name, node(steps[name]))
     builder.add_edge(START, first)
     for name, table in routes.items():
-        builder.add_conditional_edges(name, _route, {route: GRAPH_END if to == END else to for route, to in table.items()})
+        builder.add_conditional_edges(
+            name, _route, {route: GRAPH_END if to == END else to for route, to in table.items()}
+        )
     return builder
 
 
-def compile_graph(routes: Mapping[str, Mapping[str, str]] = ROUTES, steps: Mapping[str, Step] = STEPS) -> CompiledStateGraph[Any]:
+def compile_graph(
+    routes: Mapping[str, Mapping[str, str]] = ROUTES, steps: Mapping[str, Step] = STEPS
+) -> CompiledStateGraph[Any]:
     return build_graph(routes, steps).compile(name="repair")
 
 

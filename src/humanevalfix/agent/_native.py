@@ -31,7 +31,9 @@ class NativeConversation:
         self.transcript = transcript  # the whole conversation: the trace, and every request
 
     @classmethod
-    def start(cls, request: RepairRequest, settings: AgentSettings, transcript: list[dict[str, Any]]) -> NativeConversation:
+    def start(
+        cls, request: RepairRequest, settings: AgentSettings, transcript: list[dict[str, Any]]
+    ) -> NativeConversation:
         transcript[:] = [
             {"role": "system", "content": prompts.system_prompt(text_protocol=False)},
             {"role": "user", "content": prompts.task_prompt(request, text_protocol=False)},

@@ -6,15 +6,15 @@ HumanEvalFix task (`request_for_task`), `fix` from the user's file and the scope
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 from humanevalfix.agent._settings import AgentSettings
 from humanevalfix.agent.codecheck import CodeCheck, check_candidate, function_header
-from humanevalfix.tasks.task import Task
-from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import ExecResult
+from humanevalfix.tasks.support import support_code
+from humanevalfix.tasks.task import Task
 
 FUNCTION, MODULE = "function", "module"
 

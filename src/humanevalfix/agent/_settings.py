@@ -50,7 +50,9 @@ class AgentSettings:
     repeat_bump: float = 0.2  # added to the temperature per repeated candidate so far
     docstring: bool = True  # the task's docstring in the prompt (eval: as --protocol says; `tests` leaves it out)
     engine: str = "builtin"  # who walks the steps (agent.engines): the same policy either way
-    rewrite_turns: int | None = REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
+    rewrite_turns: int | None = (
+        REWRITE_TURNS  # text protocol: turns of the last resort, then `stuck`; None: the budget's
+    )
     strategies: tuple[str, ...] | None = None  # text protocol: the ways of asking used, in escalation order (None: all)
     # A reply that still brings no new candidate once its redraws are spent is set aside, and the
     # same turn asks the last resort (rewrite) in its fresh conversation: the turn is not spent on it.

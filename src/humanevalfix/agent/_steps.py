@@ -16,10 +16,10 @@ attempts (`result`), the fingerprints tried, the turn against the budget.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
-from humanevalfix.safetext import encodable
 from humanevalfix.agent import prompts
 from humanevalfix.agent._conversation import Conversation, Exchange
 from humanevalfix.agent._fit import ContextFit
@@ -33,6 +33,7 @@ from humanevalfix.agent.toolcalls import ParsedCall, extract_calls, first_usable
 from humanevalfix.agent.tracing import with_runtime_values
 from humanevalfix.errors import ModelCallError
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest
+from humanevalfix.safetext import encodable
 from humanevalfix.sandbox.executor import Executor
 
 END = "__end__"  # the same name LangGraph gives its end node
@@ -232,7 +233,9 @@ class RepairRun:
         if not run.passed:
             told = attempt.feedback
             if run.status in ("failed", "timeout"):  # what the failing call did: an unscored run, text only
-                told = with_runtime_values(told, self.executor, check.code, run.message, self.request.target, self.settings.runtime_values)
+                told = with_runtime_values(
+                    told, self.executor, check.code, run.message, self.request.target, self.settings.runtime_values
+                )
             attempt.feedback = prompts.retry_text(told, self.request.target, self.conversation.text_protocol)
         self.on_attempt(attempt)
         if run.passed:

@@ -26,7 +26,11 @@ class TextConversation:
     text_protocol = True
 
     def __init__(
-        self, request: RepairRequest, settings: AgentSettings, transcript: list[dict[str, Any]], exchange: list[dict[str, Any]]
+        self,
+        request: RepairRequest,
+        settings: AgentSettings,
+        transcript: list[dict[str, Any]],
+        exchange: list[dict[str, Any]],
     ) -> None:
         """`transcript[:2]` (system and task) opens every request but a rewrite's; `exchange` is sent after it."""
         self.request = request
@@ -36,11 +40,18 @@ class TextConversation:
         can_rewrite = request.rewrite is not None and request.tests is not None
         self._strategy = Strategy(can_rewrite, settings.rewrite_turns, settings.strategies)
         # The fresh conversations of the strategies that open one (rewrite), made once.
-        self._openings = {s.name: s.opening(request) for s in STRATEGIES.values() if s.opening is not None and can_rewrite}
+        self._openings = {
+            s.name: s.opening(request) for s in STRATEGIES.values() if s.opening is not None and can_rewrite
+        }
 
     @classmethod
     def start(
-        cls, request: RepairRequest, settings: AgentSettings, transcript: list[dict[str, Any]], executor: Executor, tried: dict[str, str]
+        cls,
+        request: RepairRequest,
+        settings: AgentSettings,
+        transcript: list[dict[str, Any]],
+        executor: Executor,
+        tried: dict[str, str],
     ) -> TextConversation:
         """The task in text; with tests and turns to use them, how the code fails as it is (see _show_failure)."""
         transcript[:] = [
@@ -115,7 +126,9 @@ class TextConversation:
         return self._strategy.spent(turn)
 
 
-def _show_failure(request: RepairRequest, executor: Executor, transcript: list[dict[str, Any]], tried: dict[str, str]) -> None:
+def _show_failure(
+    request: RepairRequest, executor: Executor, transcript: list[dict[str, Any]], tried: dict[str, str]
+) -> None:
     """Put how the code fails as it is into the task prompt.
 
     Small models otherwise tend to send the function back unchanged; a concrete failing call
@@ -131,5 +144,8 @@ def _show_failure(request: RepairRequest, executor: Executor, transcript: list[d
     if run.passed or run.status == "error":
         return
     failure = run.message if run.status == "failed" else f"{run.status}: {run.message}"
-    transcript[1] = {"role": "user", "content": prompts.task_prompt(request, text_protocol=True, current_failure=failure)}
+    transcript[1] = {
+        "role": "user",
+        "content": prompts.task_prompt(request, text_protocol=True, current_failure=failure),
+    }
     tried[check.fingerprint] = prompts.unchanged_text(request.target)

@@ -95,11 +95,7 @@ def _is_test_scaffolding(node: ast.stmt) -> bool:
         return isinstance(func, ast.Name) and func.id in ("check", "print")
     if isinstance(node, ast.If):  # if __name__ == "__main__": ...
         test = node.test
-        return (
-            isinstance(test, ast.Compare)
-            and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__"
-        )
+        return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
     return False
 
 
@@ -110,7 +106,11 @@ def check_candidate(code: str, buggy_code: str, entry_point: str) -> CodeCheck:
     except SyntaxError as exc:
         line = (exc.text or "").strip()
         where = f" at line {exc.lineno}" + (f": {line}" if line else "")
-        return CodeCheck(False, code, f"Your code does not parse: SyntaxError{where} ({exc.msg}). Send the complete corrected function.")
+        return CodeCheck(
+            False,
+            code,
+            f"Your code does not parse: SyntaxError{where} ({exc.msg}). Send the complete corrected function.",
+        )
     original = pyast.parse(buggy_code)
     want = top_level_function(original, entry_point)
     got = top_level_function(tree, entry_point)

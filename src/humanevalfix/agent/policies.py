@@ -35,7 +35,9 @@ class RepairPolicy:
         """Each field as the option that sets it."""
         return {
             "redraws": f"--redraws {self.redraws}",
-            "redraw_turns": "redraws in every turn" if self.redraw_turns is None else f"--redraw-turns {self.redraw_turns}",
+            "redraw_turns": "redraws in every turn"
+            if self.redraw_turns is None
+            else f"--redraw-turns {self.redraw_turns}",
             "strategies": "--strategies " + ",".join(self.strategies or tuple(STRATEGIES)),
             "rewrite_again": f"--rewrite-again {self.rewrite_again}",
             "rewrite_now": "--rewrite-now" if self.rewrite_now else "--no-rewrite-now",
@@ -50,9 +52,15 @@ class RepairPolicy:
 # aside and the same turn asks `rewrite`, whose later turns are fresh draws; 5 won, none lost.
 POLICIES: Mapping[str, RepairPolicy] = MappingProxyType(
     {
-        "plain": RepairPolicy(redraws=0, redraw_turns=None, strategies=None, rewrite_again="continue", rewrite_now=False),
-        "redraw": RepairPolicy(redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="continue", rewrite_now=False),
-        "rewrite-now": RepairPolicy(redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="fresh", rewrite_now=True),
+        "plain": RepairPolicy(
+            redraws=0, redraw_turns=None, strategies=None, rewrite_again="continue", rewrite_now=False
+        ),
+        "redraw": RepairPolicy(
+            redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="continue", rewrite_now=False
+        ),
+        "rewrite-now": RepairPolicy(
+            redraws=1, redraw_turns=1, strategies=("fix", "rewrite"), rewrite_again="fresh", rewrite_now=True
+        ),
     }
 )
 DEFAULT_POLICY = "rewrite-now"  # the eval's; AgentSettings keeps the plain defaults (`fix` was measured with them)
@@ -70,5 +78,7 @@ def describe_policy(settings: Any) -> str:
         return [text for key, text in options.items() if named[key] != text]
 
     nearest = min(POLICIES, key=lambda name: (len(differing(name)), name != DEFAULT_POLICY))  # on a tie, the default
-    extra = differing(nearest) + ([f"--runtime-values {settings.runtime_values}"] if settings.runtime_values != "none" else [])
+    extra = differing(nearest) + (
+        [f"--runtime-values {settings.runtime_values}"] if settings.runtime_values != "none" else []
+    )
     return nearest + (f" with {' '.join(extra)}" if extra else "")

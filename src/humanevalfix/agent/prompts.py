@@ -19,8 +19,7 @@ RUN_CODE_TOOL: dict[str, Any] = {
     "function": {
         "name": TOOL_NAME,
         "description": (
-            "Run your complete fixed function against the tests. "
-            "Returns PASSED, or the first failure with its message."
+            "Run your complete fixed function against the tests. Returns PASSED, or the first failure with its message."
         ),
         "parameters": {
             "type": "object",
@@ -142,7 +141,13 @@ def task_prompt(request: RepairRequest, text_protocol: bool = False, current_fai
         parts += ["", request.rules.strip()]
     parts += ["", "```python", request.code.strip(), "```"]
     if request.tests:
-        parts += ["", "Tests:" if text_protocol else "It must pass these tests:", "```python", tests_text(request.tests), "```"]
+        parts += [
+            "",
+            "Tests:" if text_protocol else "It must pass these tests:",
+            "```python",
+            tests_text(request.tests),
+            "```",
+        ]
     if current_failure:
         subject = "the function" if target.function else "the code"
         parts += ["", f"Run as it is now, {subject} fails:", current_failure.strip()]

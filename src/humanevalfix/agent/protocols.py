@@ -27,10 +27,26 @@ class Protocol:
 PROTOCOLS: dict[str, Protocol] = {
     p.name: p
     for p in (
-        Protocol("tests", False, "tests", "buggy code + tests, no docstring; feedback from the tests", "HumanEvalFixTests"),
-        Protocol("docs", True, "none", "buggy code + docstring, no tests; run_code only says whether the code runs", "HumanEvalFixDocs"),
-        Protocol("hidden", True, "example", "buggy code + docstring + the task's example test as feedback; full tests hidden until scoring", None),
-        Protocol("agent", True, "tests", "buggy code + docstring + full tests, feedback from them (sees the most)", None),
+        Protocol(
+            "tests", False, "tests", "buggy code + tests, no docstring; feedback from the tests", "HumanEvalFixTests"
+        ),
+        Protocol(
+            "docs",
+            True,
+            "none",
+            "buggy code + docstring, no tests; run_code only says whether the code runs",
+            "HumanEvalFixDocs",
+        ),
+        Protocol(
+            "hidden",
+            True,
+            "example",
+            "buggy code + docstring + the task's example test as feedback; full tests hidden until scoring",
+            None,
+        ),
+        Protocol(
+            "agent", True, "tests", "buggy code + docstring + full tests, feedback from them (sees the most)", None
+        ),
     )
 }
 # HumanEvalFixTests is the setting of OctoPack's main table, so the default number is comparable.

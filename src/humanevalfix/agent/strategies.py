@@ -28,8 +28,9 @@ is the last resort: REWRITE_TURNS turns, and the second half of the budget when 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from humanevalfix.registry import Registry
 
@@ -85,7 +86,9 @@ class Strategy:
     """The current way of asking and the turn it started at: its temperature schedule's turn 0,
     and the first turn whose repeats raise its temperature (AgentResult.repeats_since)."""
 
-    def __init__(self, can_rewrite: bool, rewrite_turns: int | None = REWRITE_TURNS, names: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, can_rewrite: bool, rewrite_turns: int | None = REWRITE_TURNS, names: tuple[str, ...] | None = None
+    ) -> None:
         """`names`: the strategies this run may use (None: all); a rewrite only where it can."""
         chosen = [spec for spec in STRATEGIES.values() if names is None or spec.name in names]
         self._order = [spec for spec in chosen if spec.opening is None or can_rewrite]
@@ -108,7 +111,11 @@ class Strategy:
 
     def spent(self, turn: int) -> bool:
         """Whether the last resort has had its turns by `turn` (the next turn's number)."""
-        return self.spec.opening is not None and self._rewrite_turns is not None and turn - self.start >= self._rewrite_turns
+        return (
+            self.spec.opening is not None
+            and self._rewrite_turns is not None
+            and turn - self.start >= self._rewrite_turns
+        )
 
     def to_last_resort(self, turn: int) -> bool:
         """The last resort from `turn` on, if it opens a conversation of its own and is not the way

@@ -36,12 +36,12 @@ def _code_from_arguments(args: Any) -> tuple[str | None, str]:
         try:
             args = json.loads(args)
         except json.JSONDecodeError as exc:
-            return None, f"the tool-call arguments are not valid JSON ({exc.msg}); send {{\"code\": \"...\"}}"
+            return None, f'the tool-call arguments are not valid JSON ({exc.msg}); send {{"code": "..."}}'
     if not isinstance(args, dict):
-        return None, "the tool-call arguments must be a JSON object like {\"code\": \"...\"}"
+        return None, 'the tool-call arguments must be a JSON object like {"code": "..."}'
     code = args.get("code")
     if not isinstance(code, str) or not code.strip():
-        return None, "the tool call has no `code` argument; send {\"code\": \"<the complete function>\"}"
+        return None, 'the tool call has no `code` argument; send {"code": "<the complete function>"}'
     return code, ""
 
 
@@ -94,7 +94,9 @@ def parse_hermes(content: str) -> list[ParsedCall]:
         body = re.sub(r"^```(?:json)?\s*|\s*```$", "", body)
         obj = _lenient_object(body)
         call = _call_from_object(obj, "hermes") if obj is not None else None
-        calls.append(call or ParsedCall(None, "hermes", error="the <tool_call> body is not valid JSON with name and arguments"))
+        calls.append(
+            call or ParsedCall(None, "hermes", error="the <tool_call> body is not valid JSON with name and arguments")
+        )
     return calls
 
 
@@ -117,10 +119,10 @@ def parse_tool_call_lines(content: str) -> list[ParsedCall]:
     """`TOOL_CALL: {"name": ..., "arguments": ...}`, also `TOOL_CALL: run_code {"code": ...}`."""
     calls = []
     for match in TOOL_CALL_LINE_RE.finditer(content):
-        rest = content[match.end():]
+        rest = content[match.end() :]
         named = re.match(r"\s*([A-Za-z_]\w*)\s*\(?\s*", rest)
         name = named.group(1) if named else None
-        body = rest[named.end():] if named else rest
+        body = rest[named.end() :] if named else rest
         objs = _json_objects(body)
         if objs and objs[0][0] == len(body) - len(body.lstrip()):
             obj = objs[0][1]
@@ -152,7 +154,9 @@ def parse_fenced_python(content: str, entry_point: str | None = None) -> list[Pa
 def parse_bare_code(content: str, entry_point: str | None = None) -> list[ParsedCall]:
     """Unfenced code: from the first top-level `def` (the entry point's if any), as far as it parses."""
     lines = content.splitlines()
-    pattern = re.compile(rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(" if entry_point else r"^(?:async\s+)?def\s+\w+\s*\(")
+    pattern = re.compile(
+        rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(" if entry_point else r"^(?:async\s+)?def\s+\w+\s*\("
+    )
     start = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
     if start is None:
         return []

@@ -33,7 +33,7 @@ _CALL_LINE = re.compile(r"^\s*(?:call:\s+|while calling )(?P<call>.+?)(?: \(test
 
 # Runs inside the sandbox as the candidate's code (standard library only). The candidate is compiled
 # under its own file name so that only its frames are traced; its own prints are kept apart.
-_TRACER = r'''
+_TRACER = r"""
 import io as _io
 import reprlib as _reprlib
 import sys as _sys
@@ -130,7 +130,7 @@ def _hefix_trace(code, call, head, tail, max_steps, max_repr, marker):
         print("\n".join(last))
     if end:
         print(end)
-'''
+"""
 
 
 def failing_call(message: str, name: str) -> str | None:

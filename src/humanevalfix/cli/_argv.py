@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def subparsers_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -42,7 +42,11 @@ def suggestion(parser: argparse.ArgumentParser, token: str) -> str:
 
 def short_usage(parser: argparse.ArgumentParser) -> str:
     """`prog [options] FILE`: the error's usage line, not the whole option list."""
-    positionals = [a.metavar or a.dest.upper() for a in parser._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
+    positionals = [
+        a.metavar or a.dest.upper()
+        for a in parser._actions
+        if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+    ]
     return " ".join([parser.prog, "[options]", *map(str, positionals)])
 
 

@@ -39,12 +39,30 @@ HELP = "run the benchmark (the default command)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("tasks")
-    g.add_argument("--dataset-path", help="a .jsonl/.json/.parquet file (default: HUMANEVALFIX_DATASET, else bigcode/humanevalpack from the Hub when it answers, else the copy bundled with the package)")
+    g.add_argument(
+        "--dataset-path",
+        help="a .jsonl/.json/.parquet file (default: HUMANEVALFIX_DATASET, else bigcode/humanevalpack from the Hub when it answers, else the copy bundled with the package)",
+    )
     g.add_argument("--limit", type=positive_int, help="the first N tasks")
     g.add_argument("--tasks", type=task_list, help="comma-separated task ids, e.g. Python/0,Python/10")
-    g.add_argument("--max-field-size", type=size_option, default=DEFAULT_MAX_FIELD, metavar="SIZE", help="refuse dataset rows with a code or test field above SIZE characters (default 1m)")
-    g.add_argument("--skip-bad-rows", action="store_true", help="leave out (and list) dataset rows whose test cannot score, instead of refusing the dataset")
-    g.add_argument("--samples", type=positive_int, default=1, help="independent repair runs per task (for pass@k; use temperatures above 0)")
+    g.add_argument(
+        "--max-field-size",
+        type=size_option,
+        default=DEFAULT_MAX_FIELD,
+        metavar="SIZE",
+        help="refuse dataset rows with a code or test field above SIZE characters (default 1m)",
+    )
+    g.add_argument(
+        "--skip-bad-rows",
+        action="store_true",
+        help="leave out (and list) dataset rows whose test cannot score, instead of refusing the dataset",
+    )
+    g.add_argument(
+        "--samples",
+        type=positive_int,
+        default=1,
+        help="independent repair runs per task (for pass@k; use temperatures above 0)",
+    )
     g.add_argument(
         "--protocol",
         choices=tuple(PROTOCOLS),
@@ -57,22 +75,85 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-docstring", dest="legacy_no_docstring", action="store_true", help=argparse.SUPPRESS)
     add_model_options(p)
     g = p.add_argument_group("repair policy")
-    g.add_argument("--policy", choices=list(POLICIES), default=DEFAULT_POLICY, help=f"the options below taken together, as each default was: plain: a repeat or a reply without code spends its turn, fix then explain then rewrite; redraw: a first such reply is drawn again, fix then rewrite; rewrite-now: and a reply still without new code asks rewrite in the same turn, whose second turn is a fresh draw (default {DEFAULT_POLICY}; an option below overrides its part)")
-    g.add_argument("--redraws", type=non_negative_int, default=None, metavar="N", help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default: the policy's; alone, in every turn)")
-    g.add_argument("--redraw-turns", type=positive_int, default=None, metavar="K", help="the redraws only in the first K turns (default: the policy's; with --redraws N alone: every turn)")
-    g.add_argument("--strategies", type=name_list, default=None, metavar="NAMES", help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default: the policy's)")
-    g.add_argument("--rewrite-turns", type=positive_int, default=None, metavar="N", help="text protocol: turns of rewrite, the last resort, before the task ends as stuck (default: the policy's)")
-    g.add_argument("--rewrite-again", choices=REWRITE_AGAIN, default=None, help="text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or start it afresh, sampled (default: the policy's)")
-    g.add_argument("--rewrite-now", action=argparse.BooleanOptionalAction, default=None, help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same turn asks rewrite, the last resort, instead of spending the turn (default: the policy's)")
-    g.add_argument("--runtime-values", choices=RUNTIME_VALUES, default="none", help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)")
+    g.add_argument(
+        "--policy",
+        choices=list(POLICIES),
+        default=DEFAULT_POLICY,
+        help=f"the options below taken together, as each default was: plain: a repeat or a reply without code spends its turn, fix then explain then rewrite; redraw: a first such reply is drawn again, fix then rewrite; rewrite-now: and a reply still without new code asks rewrite in the same turn, whose second turn is a fresh draw (default {DEFAULT_POLICY}; an option below overrides its part)",
+    )
+    g.add_argument(
+        "--redraws",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default: the policy's; alone, in every turn)",
+    )
+    g.add_argument(
+        "--redraw-turns",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="the redraws only in the first K turns (default: the policy's; with --redraws N alone: every turn)",
+    )
+    g.add_argument(
+        "--strategies",
+        type=name_list,
+        default=None,
+        metavar="NAMES",
+        help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default: the policy's)",
+    )
+    g.add_argument(
+        "--rewrite-turns",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="text protocol: turns of rewrite, the last resort, before the task ends as stuck (default: the policy's)",
+    )
+    g.add_argument(
+        "--rewrite-again",
+        choices=REWRITE_AGAIN,
+        default=None,
+        help="text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or start it afresh, sampled (default: the policy's)",
+    )
+    g.add_argument(
+        "--rewrite-now",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same turn asks rewrite, the last resort, instead of spending the turn (default: the policy's)",
+    )
+    g.add_argument(
+        "--runtime-values",
+        choices=RUNTIME_VALUES,
+        default="none",
+        help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)",
+    )
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
-    g.add_argument("--out", type=output_file, help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)")
+    g.add_argument(
+        "--out",
+        type=output_file,
+        help="results file (default results/<timestamp>_<model>.json; the stream is beside it as .jsonl)",
+    )
     g.add_argument("--resume", type=Path, help="continue an interrupted run from its .jsonl stream (or its .json path)")
     g.add_argument("--traces", type=Path, metavar="DIR", help="write each task's full conversation as JSON")
-    g.add_argument("--prompt-lookup", type=non_negative_int, metavar="N", help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
-    g.add_argument("--exact-lookup", action="store_true", help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)")
-    g.add_argument("--max-reply-size", type=size_option, default=RetryPolicy().max_reply_chars, metavar="SIZE", help="a model reply or run_code argument above SIZE characters is the outcome too_large, not kept (default 256k)")
+    g.add_argument(
+        "--prompt-lookup",
+        type=non_negative_int,
+        metavar="N",
+        help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
+    )
+    g.add_argument(
+        "--exact-lookup",
+        action="store_true",
+        help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)",
+    )
+    g.add_argument(
+        "--max-reply-size",
+        type=size_option,
+        default=RetryPolicy().max_reply_chars,
+        metavar="SIZE",
+        help="a model reply or run_code argument above SIZE characters is the outcome too_large, not kept (default 256k)",
+    )
     g.add_argument("--visualize", action="store_true", help="also write the PNG and HTML report next to the results")
     g.add_argument("--verbose", "-v", action="store_true", help="a line per task")
     g.add_argument("--debug", action="store_true", help="print each conversation")
@@ -119,7 +200,9 @@ def resume_command(prog: str, argv: list[str], stream: Path) -> str:
 
 def _protocol(args: argparse.Namespace) -> str:
     if getattr(args, "legacy_no_docstring", False):
-        raise ConfigError("--no-docstring: replaced by --protocol; use --protocol tests (buggy code + tests, no docstring)")
+        raise ConfigError(
+            "--no-docstring: replaced by --protocol; use --protocol tests (buggy code + tests, no docstring)"
+        )
     if getattr(args, "feedback", None) is not None:
         raise ConfigError(
             "--feedback: on eval the protocol decides what run_code tests against; use --protocol "
@@ -143,7 +226,9 @@ def _policy(args: argparse.Namespace) -> RepairPolicy:
     """--policy with the options given beside it; `--redraws N` alone redraws in every turn."""
     base = POLICIES[args.policy]
     redraws = base.redraws if args.redraws is None else args.redraws
-    redraw_turns = args.redraw_turns if args.redraw_turns is not None else base.redraw_turns if args.redraws is None else None
+    redraw_turns = (
+        args.redraw_turns if args.redraw_turns is not None else base.redraw_turns if args.redraws is None else None
+    )
     if args.redraw_turns is not None and not redraws:
         raise ConfigError("--redraw-turns: only with --redraws N (it says in which turns a reply is drawn again)")
     return RepairPolicy(
@@ -163,7 +248,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     preset = served.preset
     if args.exact_lookup and preset.provider != LOCAL:
         raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
-    lookup = with_lookup(ServerOptions(), args.prompt_lookup, args.exact_lookup)  # refused here, before the dataset loads
+    lookup = with_lookup(
+        ServerOptions(), args.prompt_lookup, args.exact_lookup
+    )  # refused here, before the dataset loads
     policy = _policy(args)
     return RunConfig(
         preset=preset,
@@ -230,7 +317,9 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/] {stopped}{shown(outcome.problem)}", highlight=False, soft_wrap=True)
     if outcome.status != "complete":
         again = resume_command(getattr(args, "prog", "humanevalfix"), getattr(args, "argv", []), outcome.stream_path)
-        console.print(f"[yellow]Run {outcome.status}.[/] Continue with: {shown(again)}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]Run {outcome.status}.[/] Continue with: {shown(again)}", highlight=False, soft_wrap=True
+        )
     if outcome.results_path.is_file():
         console.print(f"results: {outcome.results_path}")
         if not sys.stdout.isatty():  # the bare path for a script's pipe; on a terminal it is said once, above

@@ -9,14 +9,16 @@ from rich.console import Console
 
 from humanevalfix.cli._options import output_file
 
-
 HELP = "write a run's final code as a bigcode-evaluation-harness generations file (humanevalfixtests-python)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", type=Path, help="a results .json of this tool")
     p.add_argument("--out", type=output_file, help="generations file (default: <results>.generations.json)")
-    p.add_argument("--dataset-path", help="the dataset the run used (default: the one its results name when it is here, its file or the bundled copy; else as for eval)")
+    p.add_argument(
+        "--dataset-path",
+        help="the dataset the run used (default: the one its results name when it is here, its file or the bundled copy; else as for eval)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,15 +7,38 @@ from pathlib import Path
 
 from humanevalfix.cli._options import add_model_options, preset_from_args, sandbox_from_args, say_key
 
-HELP = 'repair your own Python file (or project) against your tests with the agent; prints a unified diff'
+HELP = "repair your own Python file (or project) against your tests with the agent; prints a unified diff"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", nargs="?", help="the Python file to repair (default: whichever module of the tests' project the failing tests reach)")
-    p.add_argument("--tests", required=True, metavar="TESTS", help="a pytest file, a plain assert script, or inline test code such as \"assert f(1) == 2\"")
-    p.add_argument("--function", metavar="NAME", help="only this top-level function (or Class.method) may change (default: the one the failing tests point to, then the next, then the whole file)")
-    p.add_argument("--write", action="store_true", help="replace FILE with the fix once the tests pass (atomically, keeping FILE.orig)")
-    p.add_argument("--trace", type=Path, metavar="PATH", help="write the session (conversation and attempts) as JSON, in the eval's trace format")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        help="the Python file to repair (default: whichever module of the tests' project the failing tests reach)",
+    )
+    p.add_argument(
+        "--tests",
+        required=True,
+        metavar="TESTS",
+        help='a pytest file, a plain assert script, or inline test code such as "assert f(1) == 2"',
+    )
+    p.add_argument(
+        "--function",
+        metavar="NAME",
+        help="only this top-level function (or Class.method) may change (default: the one the failing tests point to, then the next, then the whole file)",
+    )
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="replace FILE with the fix once the tests pass (atomically, keeping FILE.orig)",
+    )
+    p.add_argument(
+        "--trace",
+        type=Path,
+        metavar="PATH",
+        help="write the session (conversation and attempts) as JSON, in the eval's trace format",
+    )
     p.add_argument("--verbose", "-v", action="store_true", help="print each test report as it comes")
     add_model_options(p)
     p.set_defaults(feedback="tests")  # eval leaves it unset (its --protocol decides), fix tests by default

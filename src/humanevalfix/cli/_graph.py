@@ -19,7 +19,13 @@ TITLE = "humanevalfix repair graph (--engine langgraph)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=output_file, default=Path("langgraph.png"), metavar="FILE", help="the PNG to write (default langgraph.png); the Mermaid text goes beside it as FILE.mmd and to stdout")
+    p.add_argument(
+        "--out",
+        type=output_file,
+        default=Path("langgraph.png"),
+        metavar="FILE",
+        help="the PNG to write (default langgraph.png); the Mermaid text goes beside it as FILE.mmd and to stdout",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,8 +13,8 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Sequence
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -83,13 +83,21 @@ def main(argv: Sequence[str] | None = None, prog: str = "humanevalfix") -> int:
     except SystemExit as exc:  # argparse's error (2) or --help/--version (0): an exit status, as UserError's
         return exc.code if isinstance(exc.code, int) else 2
     args.prog, args.argv = prog, argv  # for the commands that print how to run them again (--resume)
-    level = logging.DEBUG if getattr(args, "debug", False) else logging.INFO if getattr(args, "verbose", False) else logging.WARNING
+    level = (
+        logging.DEBUG
+        if getattr(args, "debug", False)
+        else logging.INFO
+        if getattr(args, "verbose", False)
+        else logging.WARNING
+    )
     # -v is a line per task from this package, not a line per HTTP request from the clients below
     # it (httpx, the SDKs, the Hub): other libraries speak at warning level unless --debug.
     handler = RichHandler(console=Console(stderr=True), show_path=False)
     # On the handler, not a logger: the records of openai, httpx and the Hub pass here too (--debug).
     handler.addFilter(SafeLogFilter())
-    logging.basicConfig(level=level if level == logging.DEBUG else logging.WARNING, format="%(message)s", handlers=[handler])
+    logging.basicConfig(
+        level=level if level == logging.DEBUG else logging.WARNING, format="%(message)s", handlers=[handler]
+    )
     logging.getLogger("humanevalfix").setLevel(level)
     logging.getLogger(FIRST_USE_LOGGER).setLevel(min(level, logging.INFO))  # one-time steps, always shown
     # Keys live in .env files (never in options: shell history, results): the nearest, then the user's.

@@ -61,12 +61,16 @@ def output_file(text: str) -> Path:
     path = Path(text)
     # `runs/` names a folder (Path would drop the slash and write a file called `runs`).
     if text.endswith("/") or not path.name or path.name in (".", ".."):
-        raise argparse.ArgumentTypeError(f"{text} names a folder, not a file; give a file path, e.g. {text.rstrip('/')}/run.json")
+        raise argparse.ArgumentTypeError(
+            f"{text} names a folder, not a file; give a file path, e.g. {text.rstrip('/')}/run.json"
+        )
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path, e.g. {path / 'run.json'}")
     if path.exists() and not path.is_file():
         # Files are written beside and renamed over: a device such as /dev/null would be replaced.
-        raise argparse.ArgumentTypeError(f"{text} is not a regular file (a device, pipe or socket); give a file path, e.g. run.json")
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a regular file (a device, pipe or socket); give a file path, e.g. run.json"
+        )
     return path
 
 
@@ -84,29 +88,69 @@ def base_urls(text: str) -> str:
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", help="a preset from models.yaml (see --list-models), a raw model id, or oracle:canonical / oracle:buggy; default: the first provider with a key in the environment, else the embedded local model")
+    g.add_argument(
+        "--model",
+        help="a preset from models.yaml (see --list-models), a raw model id, or oracle:canonical / oracle:buggy; default: the first provider with a key in the environment, else the embedded local model",
+    )
     g.add_argument("--provider", choices=selectable_providers(), help="override the preset's provider")
-    g.add_argument("--base-url", type=base_urls, help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama); several, comma-separated, share the run like keys")
-    g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key(s), comma-separated for several")
+    g.add_argument(
+        "--base-url",
+        type=base_urls,
+        help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama); several, comma-separated, share the run like keys",
+    )
+    g.add_argument(
+        "--api-key-env", metavar="VAR", help="environment variable holding the key(s), comma-separated for several"
+    )
     g.add_argument("--temperatures", help="temperature by attempt, e.g. 0,0.3,0.5,0.7 (the last repeats)")
     g.add_argument("--max-tokens", type=positive_int, help="completion tokens per call")
-    g.add_argument("--seed", metavar="N|none", help="base of the seed sent with each request (mixed with the task, sample and turn) so that sampled turns repeat; none sends no seed (default: the preset's: 0 for the embedded model, none for others)")
-    g.add_argument("--text-tools", action="store_true", help="describe the tool in the prompt and parse calls from text (for servers without tool calling)")
+    g.add_argument(
+        "--seed",
+        metavar="N|none",
+        help="base of the seed sent with each request (mixed with the task, sample and turn) so that sampled turns repeat; none sends no seed (default: the preset's: 0 for the embedded model, none for others)",
+    )
+    g.add_argument(
+        "--text-tools",
+        action="store_true",
+        help="describe the tool in the prompt and parse calls from text (for servers without tool calling)",
+    )
     g.add_argument("--models-file", type=Path, help="another models.yaml")
-    g.add_argument("--gguf", type=Path, help="weights for the embedded model (default: LOCAL_MODEL_PATH, then download or the offline packages)")
-    g.add_argument("--max-iters", type=non_negative_int, default=5, help="repair turns after the first attempt (0: one attempt, no feedback; default 5)")
+    g.add_argument(
+        "--gguf",
+        type=Path,
+        help="weights for the embedded model (default: LOCAL_MODEL_PATH, then download or the offline packages)",
+    )
+    g.add_argument(
+        "--max-iters",
+        type=non_negative_int,
+        default=5,
+        help="repair turns after the first attempt (0: one attempt, no feedback; default 5)",
+    )
     # fix: what run_code tests against (default: the tests). eval refuses it: --protocol decides there.
-    g.add_argument("--feedback", choices=FEEDBACK_MODES, default=None, help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses --protocol instead")
+    g.add_argument(
+        "--feedback",
+        choices=FEEDBACK_MODES,
+        default=None,
+        help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses --protocol instead",
+    )
     g.add_argument(
         "--engine",
         choices=tuple(ENGINES),
         default=DEFAULT_ENGINE,
-        help="who runs the repair loop: " + "; ".join(f"{name}: {text}" for name, text in ENGINES.items()) + f" (default {DEFAULT_ENGINE}; the same results either way)",
+        help="who runs the repair loop: "
+        + "; ".join(f"{name}: {text}" for name, text in ENGINES.items())
+        + f" (default {DEFAULT_ENGINE}; the same results either way)",
     )
     add_sandbox_options(g)
     g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
-    g.add_argument("--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)")
-    g.add_argument("--request-timeout", type=positive_float, default=120.0, help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row stops the run")
+    g.add_argument(
+        "--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)"
+    )
+    g.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        default=120.0,
+        help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row stops the run",
+    )
 
 
 DOCKER_OPTIONS = ("docker_image", "docker_cpus", "docker_memory", "docker_pids")
@@ -114,11 +158,34 @@ DOCKER_OPTIONS = ("docker_image", "docker_cpus", "docker_memory", "docker_pids")
 
 def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates run") -> None:
     """--sandbox and the Docker executor's options (eval, fix, score, validate-dataset)."""
-    g.add_argument("--sandbox", choices=SANDBOXES, default="auto", help=f"where {what} (default auto: the strongest of bwrap, unshare, process that works here; {SANDBOX_ENV}=docker makes auto mean docker)")
-    g.add_argument("--docker-image", metavar="IMAGE", help=f"--sandbox docker: the image, with python3 >= 3.10 and numpy (default {DOCKER_ENV['image']}, else humanevalfix-sandbox:<this Python>, built on first use)")
-    g.add_argument("--docker-cpus", type=positive_float, metavar="N", help=f"--sandbox docker: CPUs per container (default {DOCKER_ENV['cpus']}, else 1)")
-    g.add_argument("--docker-memory", metavar="SIZE", help=f"--sandbox docker: memory per container, swap included, e.g. 512m or 2g (default {DOCKER_ENV['memory']}, else 1g)")
-    g.add_argument("--docker-pids", type=positive_int, metavar="N", help=f"--sandbox docker: processes and threads per container (default {DOCKER_ENV['pids']}, else 64)")
+    g.add_argument(
+        "--sandbox",
+        choices=SANDBOXES,
+        default="auto",
+        help=f"where {what} (default auto: the strongest of bwrap, unshare, process that works here; {SANDBOX_ENV}=docker makes auto mean docker)",
+    )
+    g.add_argument(
+        "--docker-image",
+        metavar="IMAGE",
+        help=f"--sandbox docker: the image, with python3 >= 3.10 and numpy (default {DOCKER_ENV['image']}, else humanevalfix-sandbox:<this Python>, built on first use)",
+    )
+    g.add_argument(
+        "--docker-cpus",
+        type=positive_float,
+        metavar="N",
+        help=f"--sandbox docker: CPUs per container (default {DOCKER_ENV['cpus']}, else 1)",
+    )
+    g.add_argument(
+        "--docker-memory",
+        metavar="SIZE",
+        help=f"--sandbox docker: memory per container, swap included, e.g. 512m or 2g (default {DOCKER_ENV['memory']}, else 1g)",
+    )
+    g.add_argument(
+        "--docker-pids",
+        type=positive_int,
+        metavar="N",
+        help=f"--sandbox docker: processes and threads per container (default {DOCKER_ENV['pids']}, else 64)",
+    )
 
 
 def sandbox_from_args(args: argparse.Namespace) -> tuple[str, DockerSettings]:
@@ -138,7 +205,12 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
 
 def explicit_sampling(args: argparse.Namespace) -> frozenset[str]:
     """The preset fields given as options: a served model's preset does not override them."""
-    given = {"temperatures": args.temperatures, "max_tokens": args.max_tokens, "seed": args.seed, "native_tools": args.text_tools or None}
+    given = {
+        "temperatures": args.temperatures,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "native_tools": args.text_tools or None,
+    }
     return frozenset(name for name, value in given.items() if value is not None)
 
 

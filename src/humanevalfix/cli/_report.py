@@ -10,11 +10,13 @@ from rich.console import Console
 from humanevalfix.cli._options import output_file
 from humanevalfix.errors import UserError
 
-HELP = 'write the PNG and HTML report of a run, or compare two runs (report A.json B.json)'
+HELP = "write the PNG and HTML report of a run, or compare two runs (report A.json B.json)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", type=Path, nargs="+", metavar="RESULTS.json", help="one results file, or two (A B) to compare")
+    p.add_argument(
+        "results", type=Path, nargs="+", metavar="RESULTS.json", help="one results file, or two (A B) to compare"
+    )
     p.add_argument("--out", type=output_file, help="where to write (FILE.html; the PNG goes beside it as FILE.png)")
 
 

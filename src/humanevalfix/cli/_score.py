@@ -8,37 +8,66 @@ from pathlib import Path
 
 from rich.console import Console
 
+from humanevalfix.cli._options import (
+    add_sandbox_options,
+    non_negative_int,
+    output_file,
+    positive_float,
+    positive_int,
+    sandbox_from_args,
+)
 from humanevalfix.safetext import visible
-from humanevalfix.cli._options import add_sandbox_options, non_negative_int, output_file, positive_float, positive_int, sandbox_from_args
 
 HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("generations", type=Path, help="a JSON list (dataset order) of lists of code strings, or a results file of this tool (re-scored, pass@1+ added)")
-    p.add_argument("--dataset-path", help="the dataset (default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy)")
-    p.add_argument("--limit-start", type=non_negative_int, default=0, help="the dataset row of the first entry (as the harness's --limit_start)")
+    p.add_argument(
+        "generations",
+        type=Path,
+        help="a JSON list (dataset order) of lists of code strings, or a results file of this tool (re-scored, pass@1+ added)",
+    )
+    p.add_argument(
+        "--dataset-path",
+        help="the dataset (default: HUMANEVALFIX_DATASET, else the Hub when it answers, else the bundled copy)",
+    )
+    p.add_argument(
+        "--limit-start",
+        type=non_negative_int,
+        default=0,
+        help="the dataset row of the first entry (as the harness's --limit_start)",
+    )
     add_sandbox_options(p)
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
-    p.add_argument("--plus-inputs", type=Path, metavar="FILE", help="re-scoring a results file: pass@1+ on EvalPlus's HumanEval+ inputs (its released .jsonl or .jsonl.gz: task_id HumanEval/N, plus_input, atol); default: inputs generated from each task's test and docstring")
-    p.add_argument("--out", type=output_file, help="write the per-task verdicts as JSON (for a results file: the re-scored results file)")
+    p.add_argument(
+        "--plus-inputs",
+        type=Path,
+        metavar="FILE",
+        help="re-scoring a results file: pass@1+ on EvalPlus's HumanEval+ inputs (its released .jsonl or .jsonl.gz: task_id HumanEval/N, plus_input, atol); default: inputs generated from each task's test and docstring",
+    )
+    p.add_argument(
+        "--out",
+        type=output_file,
+        help="write the per-task verdicts as JSON (for a results file: the re-scored results file)",
+    )
     p.add_argument("--verbose", "-v", action="store_true", help="a line per task")
 
 
 def run(args: argparse.Namespace) -> int:
+    from humanevalfix.errors import UserError
     from humanevalfix.evaluation import dataset as ds
     from humanevalfix.evaluation.generations import read_generations, score_generations, verdicts_document
     from humanevalfix.evaluation.results import write_atomic
-    from humanevalfix.sandbox.executor import Limits
-
-    from humanevalfix.errors import UserError
     from humanevalfix.jsonio import read_json
+    from humanevalfix.sandbox.executor import Limits
 
     if isinstance(read_json(args.generations, "generations or results file"), dict):
         return _rescore(args)
     if args.plus_inputs is not None:
-        raise UserError("--plus-inputs: only when re-scoring a results file of this tool (a generations file has no pass@1+)")
+        raise UserError(
+            "--plus-inputs: only when re-scoring a results file of this tool (a generations file has no pass@1+)"
+        )
     generations = read_generations(args.generations)
     data = ds.load(ds.resolve_path(args.dataset_path))
     kind, docker = sandbox_from_args(args)
@@ -63,18 +92,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
+    from humanevalfix.evaluation import plusfile
     from humanevalfix.evaluation.rescore import rescore
     from humanevalfix.evaluation.results import write_atomic
     from humanevalfix.reports.summary import summary_table
     from humanevalfix.sandbox.executor import Limits
     from humanevalfix.sandbox.factory import build_executor
 
-    from humanevalfix.evaluation import plusfile
-
     console = Console(stderr=True)
     plus = plusfile.load(args.plus_inputs) if args.plus_inputs is not None else None
     if plus is not None:
-        console.print(f"pass@1+ inputs: {plus.path} (sha256 {plus.sha256[:12]}…), {len(plus.inputs)} task(s)", highlight=False)
+        console.print(
+            f"pass@1+ inputs: {plus.path} (sha256 {plus.sha256[:12]}…), {len(plus.inputs)} task(s)", highlight=False
+        )
     kind, docker = sandbox_from_args(args)
     executor = build_executor(kind, Limits(timeout_s=args.timeout), docker=docker)
     try:
@@ -85,7 +115,9 @@ def _rescore(args: argparse.Namespace) -> int:
 
     console.print(summary_table(Summary.from_dict(done.document["summary"]), done.spec))
     if done.changed:
-        console.print(f"[yellow]{len(done.changed)} verdict(s) differ from the recorded ones:[/] {', '.join(done.changed[:10])}")
+        console.print(
+            f"[yellow]{len(done.changed)} verdict(s) differ from the recorded ones:[/] {', '.join(done.changed[:10])}"
+        )
     if args.out:
         write_atomic(args.out, done.document)
         console.print(f"results: {args.out}")

@@ -8,21 +8,48 @@ from pathlib import Path
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.catalog import LOCAL
-from humanevalfix.models.embedded import DEFAULT_BATCH_THREADS, DEFAULT_CTX, DEFAULT_PROMPT_LOOKUP, DEFAULT_THREADS, EXACT_MAX_DRAFT
+from humanevalfix.models.embedded import (
+    DEFAULT_BATCH_THREADS,
+    DEFAULT_CTX,
+    DEFAULT_PROMPT_LOOKUP,
+    DEFAULT_THREADS,
+    EXACT_MAX_DRAFT,
+)
 
-HELP = 'run the embedded local model as an OpenAI-compatible server in the foreground'
+HELP = "run the embedded local model as an OpenAI-compatible server in the foreground"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="local", help="a preset with provider: local (default: local)")
     p.add_argument("--models-file", type=Path, help="another models.yaml")
-    p.add_argument("--gguf", type=Path, help="weights (default: LOCAL_MODEL_PATH, then download or the offline packages)")
+    p.add_argument(
+        "--gguf", type=Path, help="weights (default: LOCAL_MODEL_PATH, then download or the offline packages)"
+    )
     p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
-    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help=f"CPU threads generating tokens (default {DEFAULT_THREADS})")
-    p.add_argument("--batch-threads", type=int, default=DEFAULT_BATCH_THREADS, help=f"CPU threads reading the prompt (default {DEFAULT_BATCH_THREADS})")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=DEFAULT_THREADS,
+        help=f"CPU threads generating tokens (default {DEFAULT_THREADS})",
+    )
+    p.add_argument(
+        "--batch-threads",
+        type=int,
+        default=DEFAULT_BATCH_THREADS,
+        help=f"CPU threads reading the prompt (default {DEFAULT_BATCH_THREADS})",
+    )
     p.add_argument("--n-ctx", type=int, default=DEFAULT_CTX, help=f"context window in tokens (default {DEFAULT_CTX})")
-    p.add_argument("--exact-lookup", action="store_true", help=f"check drafts so that greedy replies are exactly those of plain decoding (at most {EXACT_MAX_DRAFT} drafts, slower; needs llama-cpp-python built without llamafile)")
-    p.add_argument("--prompt-lookup", type=int, metavar="N", help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)")
+    p.add_argument(
+        "--exact-lookup",
+        action="store_true",
+        help=f"check drafts so that greedy replies are exactly those of plain decoding (at most {EXACT_MAX_DRAFT} drafts, slower; needs llama-cpp-python built without llamafile)",
+    )
+    p.add_argument(
+        "--prompt-lookup",
+        type=int,
+        metavar="N",
+        help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from humanevalfix.evaluation import validate
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD
 from humanevalfix.safetext import shown
 
-HELP = 'check every row of a dataset file (fields, entry point, tests; canonical passes, buggy fails)'
+HELP = "check every row of a dataset file (fields, entry point, tests; canonical passes, buggy fails)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,7 +20,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_sandbox_options(p, "the code runs")
     p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
     p.add_argument("--workers", type=positive_int, default=1, help="rows checked in parallel")
-    p.add_argument("--max-field-size", type=size_option, default=DEFAULT_MAX_FIELD, metavar="SIZE", help="the largest code or test field a row may hold, in characters (default 1m)")
+    p.add_argument(
+        "--max-field-size",
+        type=size_option,
+        default=DEFAULT_MAX_FIELD,
+        metavar="SIZE",
+        help="the largest code or test field a row may hold, in characters (default 1m)",
+    )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = validate.__doc__.split("\n\n", 1)[1] if validate.__doc__ else None
 
@@ -30,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from humanevalfix.sandbox.executor import Limits
 
     kind, docker = sandbox_from_args(args)
-    reports = validate_file(args.file, kind, Limits(timeout_s=args.timeout), args.workers, docker=docker, max_field=args.max_field_size)
+    reports = validate_file(
+        args.file, kind, Limits(timeout_s=args.timeout), args.workers, docker=docker, max_field=args.max_field_size
+    )
     console = Console(soft_wrap=True)  # one line per row and problem, however narrow the terminal
     bad = [r for r in reports if not r.ok]
     for r in bad:

@@ -16,12 +16,14 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from humanevalfix.errors import DatasetError
 from humanevalfix.models.oracle import Answer
+
 # Task and the row formats live at the ground (tasks/), below the agent and the models that take a
 # task; they are named here too, where loading a dataset is.
 from humanevalfix.tasks.formats import read_rows, suffixes
@@ -91,7 +93,9 @@ def load_bundled() -> Dataset:
     """The copy shipped in the package, refused unless its bytes are the published ones."""
     path = bundled_path()
     if not path.is_file():
-        raise DatasetError(f"the bundled dataset is missing ({path}): reinstall the package or pass --dataset-path FILE")
+        raise DatasetError(
+            f"the bundled dataset is missing ({path}): reinstall the package or pass --dataset-path FILE"
+        )
     digest = file_sha256(path)
     if digest != BUNDLED_SHA256:
         raise DatasetError(
@@ -159,7 +163,9 @@ def hub_problem(url: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> s
 
 def _ask(url: str, timeout_s: float) -> str | None:
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "humanevalfix"}), timeout=timeout_s):
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers={"User-Agent": "humanevalfix"}), timeout=timeout_s
+        ):
             return None
     except urllib.error.HTTPError as exc:
         return f"the Hub answered HTTP {exc.code}"

@@ -18,23 +18,24 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from humanevalfix.redaction import redact_data
-from humanevalfix.evaluation import dataset as ds
 from humanevalfix.errors import UserError
-from humanevalfix.jsonio import read_json
-from humanevalfix.runspec import from_dict
-from humanevalfix.sandbox.executor import Limits
-from humanevalfix.evaluation.passk import counts_by_task, mean_pass_at_k, ks_for
+from humanevalfix.evaluation import dataset as ds
+from humanevalfix.evaluation.passk import counts_by_task, ks_for, mean_pass_at_k
 from humanevalfix.evaluation.results import load_results
-from humanevalfix.sandbox.pool import ExecutorPool
-from humanevalfix.sandbox.docker import DockerSettings
-from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix.evaluation.scorer import score_code
+from humanevalfix.jsonio import read_json
+from humanevalfix.redaction import redact_data
+from humanevalfix.runspec import from_dict
+from humanevalfix.sandbox.docker import DockerSettings
+from humanevalfix.sandbox.executor import Limits
+from humanevalfix.sandbox.factory import executor_factory
+from humanevalfix.sandbox.pool import ExecutorPool
 
 log = logging.getLogger(__name__)
 

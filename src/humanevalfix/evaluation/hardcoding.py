@@ -58,7 +58,8 @@ def hardcoding(code: str, task: Task) -> tuple[str, ...]:
     found = [
         f"line {node.lineno}: {lines[node.lineno - 1].strip()[:160]}"
         for node, params, body in branches
-        if _compares_param_to(node.test, params, from_tests) and any(_returns_literal(stmt, from_tests) for stmt in body)
+        if _compares_param_to(node.test, params, from_tests)
+        and any(_returns_literal(stmt, from_tests) for stmt in body)
     ]
     return tuple(dict.fromkeys(found))
 
@@ -84,7 +85,9 @@ def _compares_param_to(test: ast.expr, params: set[str], literals: frozenset[str
     for node in ast.walk(test):
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in node.ops):
             sides = [node.left, *node.comparators]
-            if any(isinstance(s, ast.Name) and s.id in params for s in sides) and any(_literal_in(s, literals) for s in sides):
+            if any(isinstance(s, ast.Name) and s.id in params for s in sides) and any(
+                _literal_in(s, literals) for s in sides
+            ):
                 return True
     return False
 

@@ -46,7 +46,9 @@ def check_file(path: Path, option: str) -> None:
         raise UserError(f"{option} {path}: is a directory; give a file path, e.g. {path / 'run.json'}")
     if path.exists() and not path.is_file():
         # Results are written beside and renamed over: /dev/null itself would be replaced by a file.
-        raise UserError(f"{option} {path}: is not a regular file (a device, pipe or socket); give a file path, e.g. run.json")
+        raise UserError(
+            f"{option} {path}: is not a regular file (a device, pipe or socket); give a file path, e.g. run.json"
+        )
     _probe(path.parent, option, path)
 
 
@@ -62,7 +64,9 @@ def check_results_out(out: Path, stream: Path, option: str = "--out") -> None:
     and are two files: `--out run.jsonl` would be its own stream, overwritten at the end."""
     check_file(out, option)
     if stream == out:
-        raise UserError(f"{option} {out}: the per-task stream is written beside the results as .jsonl; give a .json path, e.g. {out.with_suffix('.json')}")
+        raise UserError(
+            f"{option} {out}: the per-task stream is written beside the results as .jsonl; give a .json path, e.g. {out.with_suffix('.json')}"
+        )
     check_file(stream, f"{option} (its stream beside it)")
 
 
@@ -88,4 +92,6 @@ def check_resume(path: Path) -> None:
     if path.is_dir():
         raise UserError(f"--resume {path}: is a directory; give the run's .jsonl stream (or its .json results file)")
     if path.exists() and not path.is_file():
-        raise UserError(f"--resume {path}: is not a regular file (a device, pipe or socket); give the run's .jsonl stream")
+        raise UserError(
+            f"--resume {path}: is not a regular file (a device, pipe or socket); give the run's .jsonl stream"
+        )

@@ -12,7 +12,7 @@ completion: each run may take several model turns before its final candidate is 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from humanevalfix.errors import UserError
 

@@ -35,12 +35,12 @@ from typing import Any
 
 from humanevalfix.cachedirs import keep, store_folder
 from humanevalfix.evaluation import plusdomain, plusgen, plusreply
-from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.plusproperty import asserted_property
-from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.executor import Executor
 from humanevalfix.sandbox.jail import FS
+from humanevalfix.tasks.support import support_code
+from humanevalfix.tasks.task import Task
 
 PER_CALL_S = 0.25  # the canonical solution's time per call; longer: the input is dropped
 CASES_BUDGET_S = 0.2  # the canonical solution's time on the inputs kept for one task, together
@@ -86,7 +86,15 @@ class Cases:
         rows = [[c.text, c.expected, c.limit_s] for c in cases]  # the trees travel in `calls`
         calls = plaindata.dumps([[c.tree, c.limit_s] for c in cases])
         reply = expected_reply(cases)
-        return cls(blob(json.dumps(rows)), len(rows), dropped, atol, problem, calls=blob(calls), reply=None if reply is None else blob(reply))
+        return cls(
+            blob(json.dumps(rows)),
+            len(rows),
+            dropped,
+            atol,
+            problem,
+            calls=blob(calls),
+            reply=None if reply is None else blob(reply),
+        )
 
     @cached_property
     def cases(self) -> tuple[Case, ...]:
@@ -99,7 +107,17 @@ class Cases:
         return hashlib.sha256("\x00".join((self.payload, self.calls, self.reply or "")).encode()).hexdigest()
 
     def to_json(self) -> str:
-        return json.dumps({"payload": self.payload, "count": self.count, "dropped": self.dropped, "atol": self.atol, "calls": self.calls, "reply": self.reply, "sha256": self.digest()})
+        return json.dumps(
+            {
+                "payload": self.payload,
+                "count": self.count,
+                "dropped": self.dropped,
+                "atol": self.atol,
+                "calls": self.calls,
+                "reply": self.reply,
+                "sha256": self.digest(),
+            }
+        )
 
 
 def blob(text: str) -> str:
@@ -120,7 +138,14 @@ def _harness_plain() -> Any:
     """COMMON's _plain, the check's own normal form, run here to check the reply (plusreply.py)."""
     namespace: dict[str, Any] = {}
     body = COMMON.replace("__PROPERTY__", "None").replace("__PER_CALL__", repr(PER_CALL_S))
-    exec(compile(f"def _made():\n    import copy as _copy, signal as _signal\n{body}\n    return _plain\n", "<pluscases.COMMON>", "exec"), namespace)
+    exec(
+        compile(
+            f"def _made():\n    import copy as _copy, signal as _signal\n{body}\n    return _plain\n",
+            "<pluscases.COMMON>",
+            "exec",
+        ),
+        namespace,
+    )
     return namespace["_made"]()
 
 
@@ -134,7 +159,7 @@ def _rows(payload: str) -> list[Any]:
 # The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
 # and are kept as they are. Plain data only: an object of the candidate's cannot decide the
 # comparison. Indented for the body of a function.
-COMMON = '''
+COMMON = """
     class _Slow(Exception):
         pass
     def _alarm(signum, frame):
@@ -192,11 +217,11 @@ COMMON = '''
             return False
         finally:
             _signal.setitimer(_signal.ITIMER_REAL, 0)
-'''
+"""
 
 # The answers: the canonical solution in its own namespace (with the task's helpers), on each
 # input in order, until the budget is spent; reported as the fact "cases".
-_ANSWERS = '''
+_ANSWERS = """
 def _hefix_answers():
     import ast as _ast, copy as _copy, json as _json, signal as _signal, time as _time
 __COMMON__
@@ -231,13 +256,15 @@ __COMMON__
         _cases.append(_entry)
     _signal.signal(_signal.SIGALRM, _old)
     globals()["@hefix.fact"]("cases", {"cases": _cases, "dropped": _dropped})
-'''
+"""
 
 
 def fill(program: str, task: Task, **values: Any) -> str:
     """A program with the shared part and the task's property and settings in it."""
     prop = asserted_property(task.test, task.entry_point)
-    text = program.replace("__COMMON__", COMMON).replace("__PROPERTY__", repr(None if prop is None else prop.as_literal()))
+    text = program.replace("__COMMON__", COMMON).replace(
+        "__PROPERTY__", repr(None if prop is None else prop.as_literal())
+    )
     for name, value in {"PER_CALL": PER_CALL_S, "FACTOR": CANDIDATE_FACTOR, **values}.items():
         text = text.replace(f"__{name}__", value if isinstance(value, str) else repr(value))
     return text
@@ -257,7 +284,9 @@ def answers_program(task: Task, inputs: list[tuple[Any, ...]], budget_s: float =
     )
 
 
-def compute(task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor, budget_s: float = CASES_BUDGET_S) -> Cases:
+def compute(
+    task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor, budget_s: float = CASES_BUDGET_S
+) -> Cases:
     """The canonical solution's answers, from one sandboxed run without candidate code."""
     # The function goes with the helpers (compiled as it is); the test is its call.
     run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + answers_program(task, inputs, budget_s))
@@ -278,7 +307,13 @@ def _from_file(data: dict[str, Any], atol: float) -> Cases | None:
     """From a kept file, as it was written (its payload is not decoded here: the check does that
     in the judge); None when it is damaged, so the cases are computed again."""
     payload, count, dropped, calls, reply = (data.get(k) for k in ("payload", "count", "dropped", "calls", "reply"))
-    if not isinstance(payload, str) or type(count) is not int or type(dropped) is not int or not isinstance(calls, str) or not (reply is None or isinstance(reply, str)):
+    if (
+        not isinstance(payload, str)
+        or type(count) is not int
+        or type(dropped) is not int
+        or not isinstance(calls, str)
+        or not (reply is None or isinstance(reply, str))
+    ):
         return None
     found = Cases(payload, count, dropped, atol, calls=calls, reply=reply)
     return found if data.get("sha256") == found.digest() else None
@@ -287,7 +322,12 @@ def _from_file(data: dict[str, Any], atol: float) -> Cases | None:
 def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | None:
     """None for arguments that cannot be sent as they are (past the codec's bounds): dropped."""
     try:
-        return Case(str(text), expected, float(limit_s), tree if tree is not None else plaindata.to_tree(ast.literal_eval(str(text))))
+        return Case(
+            str(text),
+            expected,
+            float(limit_s),
+            tree if tree is not None else plaindata.to_tree(ast.literal_eval(str(text))),
+        )
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, plaindata.NotPlain):
         return None
 
@@ -322,7 +362,18 @@ class CaseStore:
 
     def key(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float) -> str:
         given = "generated" if inputs is None else repr([repr(tuple(a)) for a in inputs])
-        fields = [self._version, repr(self.budget_s), task.task_id, task.entry_point, task.canonical_code or "", task.test, task.docstring or "", support_code(task), given, repr(atol)]
+        fields = [
+            self._version,
+            repr(self.budget_s),
+            task.task_id,
+            task.entry_point,
+            task.canonical_code or "",
+            task.test,
+            task.docstring or "",
+            support_code(task),
+            given,
+            repr(atol),
+        ]
         return hashlib.sha256("\x00".join(fields).encode()).hexdigest()
 
     def cached(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float, executor: Executor) -> Cases | None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 Args = tuple[Any, ...]
 
@@ -55,7 +56,11 @@ class Domain:
         sized = {i: len(v) for i, v in enumerate(args) if isinstance(v, (str, list, tuple))}
         if any(i in sized and j in sized and sized[i] != sized[j] for i, j in self.same_len):
             return False
-        return all(not (isinstance(args[i], int) and j in sized) or args[i] <= sized[j] for i, j in self.within if i < len(args) and j < len(args))
+        return all(
+            not (isinstance(args[i], int) and j in sized) or args[i] <= sized[j]
+            for i, j in self.within
+            if i < len(args) and j < len(args)
+        )
 
 
 def _numbers(value: Any) -> Iterator[float]:
@@ -111,7 +116,9 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
                 d.no_upper.add(i)
                 if "lowercase letters" in words and all(c.islower() or c == " " for c in chars):
                     d.alphabet[i] = "".join(sorted(chars | set("abcdefghijklmnopqrstuvwxyz ")))
-            if re.search(r"separated by (a )?(single )?spaces?\b|space[- ]separated", words) and not any("  " in t or t != t.strip(" ") for t in texts):
+            if re.search(r"separated by (a )?(single )?spaces?\b|space[- ]separated", words) and not any(
+                "  " in t or t != t.strip(" ") for t in texts
+            ):
                 d.single_spaces.add(i)
     for low, name, high in re.findall(rf"{_NUMBER}\s*<=?\s*(\w+(?:\(\w+\))?)\s*(?:<=?\s*{_NUMBER})?", docstring):
         target = position.get(name)
@@ -128,10 +135,18 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
     if len(seeds) >= 2:
         for i in range(n):
             for j in range(i + 1, n):
-                if all(isinstance(a[i], (list, tuple, str)) and isinstance(a[j], (list, tuple, str)) and len(a[i]) == len(a[j]) for a in seeds):
+                if all(
+                    isinstance(a[i], (list, tuple, str))
+                    and isinstance(a[j], (list, tuple, str))
+                    and len(a[i]) == len(a[j])
+                    for a in seeds
+                ):
                     d.same_len.append((i, j))
             for j in range(n):
-                if all(type(a[i]) is int and isinstance(a[j], (list, tuple)) and a[i] <= len(a[j]) for a in seeds) and (i, j) not in d.within:
+                if (
+                    all(type(a[i]) is int and isinstance(a[j], (list, tuple)) and a[i] <= len(a[j]) for a in seeds)
+                    and (i, j) not in d.within
+                ):
                     d.within.append((i, j))
     return d
 

@@ -25,7 +25,8 @@ import random
 import re
 import zlib
 from collections import defaultdict
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from humanevalfix.evaluation.plusdomain import Domain, domain_of, function_def, params_of
 
@@ -50,7 +51,12 @@ def call_args(source: str, names: set[str]) -> list[Args]:
         return []
     found: dict[str, Args] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in names
+            and not node.keywords
+        ):
             try:
                 args = tuple(ast.literal_eval(a) for a in node.args)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -127,7 +133,12 @@ def constants(canonical: str) -> tuple[list[int | float], str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and type(node.value) in (int, float) and abs(node.value) <= 10**6:
             numbers.setdefault(repr(node.value), node.value)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and 0 < len(node.value) <= 30 and not node.value.isspace():
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and 0 < len(node.value) <= 30
+            and not node.value.isspace()
+        ):
             chars.update(dict.fromkeys(node.value))
     return list(numbers.values())[:24], "".join(list(chars)[:40])
 
@@ -163,8 +174,16 @@ class _Mutator:
                     break
 
     def _int(self, v: int) -> Iterator[tuple[str, Any]]:
-        for kind, new in (("int:+1", v + 1), ("int:-1", v - 1), ("int:zero", 0), ("int:sign", -v), ("int:negative", -abs(v) - 1),
-                          ("int:one", 1), ("int:double", 2 * v), ("int:half", v // 2)):
+        for kind, new in (
+            ("int:+1", v + 1),
+            ("int:-1", v - 1),
+            ("int:zero", 0),
+            ("int:sign", -v),
+            ("int:negative", -abs(v) - 1),
+            ("int:one", 1),
+            ("int:double", 2 * v),
+            ("int:half", v // 2),
+        ):
             yield kind, new
         for c in self.numbers:
             if isinstance(c, int):
@@ -173,8 +192,17 @@ class _Mutator:
             yield "int:large", big if v >= 0 else -big
 
     def _float(self, v: float) -> Iterator[tuple[str, Any]]:
-        for kind, new in (("float:+1", v + 1), ("float:-1", v - 1), ("float:zero", 0.0), ("float:sign", -v), ("float:negative", -abs(v) - 0.5),
-                          ("float:half", v / 2), ("float:frac", round(v + 0.25, 6)), ("float:whole", float(round(v))), ("float:tiny", 1e-3)):
+        for kind, new in (
+            ("float:+1", v + 1),
+            ("float:-1", v - 1),
+            ("float:zero", 0.0),
+            ("float:sign", -v),
+            ("float:negative", -abs(v) - 0.5),
+            ("float:half", v / 2),
+            ("float:frac", round(v + 0.25, 6)),
+            ("float:whole", float(round(v))),
+            ("float:tiny", 1e-3),
+        ):
             yield kind, new
         for c in self.numbers:
             yield from (("float:const", float(c)), ("float:const", c + 0.5), ("float:const", c - 0.5))
@@ -185,8 +213,16 @@ class _Mutator:
         yield "str:empty", ""
         yield "str:one", s[:1] or "a"
         yield "str:space", " "
-        for kind, new in (("str:upper", s.upper()), ("str:lower", s.lower()), ("str:swapcase", s.swapcase()), ("str:title", s.title()),
-                          ("str:reverse", s[::-1]), ("str:strip", s.strip()), ("str:edge-space", f" {s} "), ("str:trailing", s + " ")):
+        for kind, new in (
+            ("str:upper", s.upper()),
+            ("str:lower", s.lower()),
+            ("str:swapcase", s.swapcase()),
+            ("str:title", s.title()),
+            ("str:reverse", s[::-1]),
+            ("str:strip", s.strip()),
+            ("str:edge-space", f" {s} "),
+            ("str:trailing", s + " "),
+        ):
             yield kind, new
         if " " in s:
             yield "str:double-space", s.replace(" ", "  ")
@@ -199,7 +235,12 @@ class _Mutator:
             for kind, sep in (("str:space", " "), ("str:tab", "\t"), ("str:newline", "\n"), ("str:double-space", "  ")):
                 yield kind, s[:i] + sep + s[i:]
         alphabet = sorted(set(s + self.chars)) or ["a"]
-        for kind, pool in (("str:digit", "0123456789"), ("str:punct", _PUNCT), ("str:char", "".join(alphabet)), ("str:letter", "aZ")):
+        for kind, pool in (
+            ("str:digit", "0123456789"),
+            ("str:punct", _PUNCT),
+            ("str:char", "".join(alphabet)),
+            ("str:letter", "aZ"),
+        ):
             i = rng.randrange(len(s) + 1)
             yield kind, s[:i] + rng.choice(pool) + s[i:]
         if s:
@@ -215,7 +256,7 @@ class _Mutator:
         if self.chars:
             yield "str:canonical-chars", s + self.chars  # the characters the canonical solution looks for
         for c in list(dict.fromkeys(ch for ch in s if not ch.isalnum() and not ch.isspace()))[:3]:
-            for other in (_PUNCT + "/"):
+            for other in _PUNCT + "/":
                 if other != c:
                     yield "str:separator", s.replace(c, other)  # a format's separator or a sentence's end swapped
         yield from self._fields(s)
@@ -225,7 +266,9 @@ class _Mutator:
         runs = list(re.finditer(r"\d+", s))[:4]
         for m in runs:
             width, value = len(m.group()), int(m.group())
-            values = [0, 1, value - 1, value + 1, 10**width - 1] + [int(c) + d for c in self.numbers if isinstance(c, int) and 0 <= c < 10**6 for d in (-1, 0, 1)]
+            values = [0, 1, value - 1, value + 1, 10**width - 1] + [
+                int(c) + d for c in self.numbers if isinstance(c, int) and 0 <= c < 10**6 for d in (-1, 0, 1)
+            ]
             for new in dict.fromkeys(values):
                 if new >= 0:
                     yield "str:field", s[: m.start()] + str(new).zfill(width) + s[m.end() :]
@@ -253,7 +296,12 @@ class _Mutator:
         numeric = all(type(x) in (int, float) for x in items)
         if numeric:
             as_item = float if any(type(x) is float for x in items) else int
-            bounds = [as_item(c) + d for c in self.numbers if as_item is float or type(c) is int for d in ((0,) if as_item is float else (-1, 0, 1))]
+            bounds = [
+                as_item(c) + d
+                for c in self.numbers
+                if as_item is float or type(c) is int
+                for d in ((0,) if as_item is float else (-1, 0, 1))
+            ]
             if bounds:
                 yield "seq:boundaries", kind(bounds)  # the canonical solution's constants, all at once
             yield "seq:negative", kind([-x for x in items])
@@ -298,8 +346,15 @@ def _round_trips(value: Any) -> str | None:
         return None
 
 
-def generate(seeds: list[Args], seed: str, numbers: list[int | float] = (), chars: str = "", limit: int = MAX_INPUTS,  # type: ignore[assignment]
-             exclude: list[Args] = (), domain: Domain | None = None) -> list[Args]:  # type: ignore[assignment]
+def generate(
+    seeds: list[Args],
+    seed: str,
+    numbers: list[int | float] = (),
+    chars: str = "",
+    limit: int = MAX_INPUTS,  # type: ignore[assignment]
+    exclude: list[Args] = (),
+    domain: Domain | None = None,
+) -> list[Args]:  # type: ignore[assignment]
     """Up to `limit` argument tuples: mutants of the seeds, by kind in turn so that every kind is tried.
 
     `exclude` (the test's own calls) are left out; the same inputs for the same arguments every time."""
@@ -363,7 +418,9 @@ def _pick(groups: dict[str, dict[str, Args]], rng: random.Random, limit: int) ->
             if queues[kind] and len(chosen) < limit:
                 chosen.append(queues[kind].pop())
     costly = {text for k in groups if k.startswith(_COSTLY) for text in groups[k]}
-    return sorted(chosen, key=lambda a: (repr(a) in costly, len(repr(a))))  # short inputs first: the first disagreement is the easiest to read
+    return sorted(
+        chosen, key=lambda a: (repr(a) in costly, len(repr(a)))
+    )  # short inputs first: the first disagreement is the easiest to read
 
 
 def task_inputs(task: Any, limit: int = MAX_INPUTS) -> list[Args]:
@@ -376,5 +433,3 @@ def task_inputs(task: Any, limit: int = MAX_INPUTS) -> list[Args]:
     numbers, chars = constants(task.canonical_code or "")
     domain = domain_of(seeds, task.docstring or "", params_of(task.canonical_code or "", task.entry_point))
     return generate(seeds, task.task_id, numbers, chars, limit, exclude=tested, domain=domain)
-
-

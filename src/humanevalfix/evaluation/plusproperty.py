@@ -7,9 +7,9 @@ with the canonical solution's: it checks the candidate's answer has the test's p
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
 
 from humanevalfix import pyast
 
@@ -25,7 +25,12 @@ class Property:
 
     def as_literal(self) -> dict[str, object]:
         """The form the check programs take it in (a dict literal in their source)."""
-        return {"params": list(self.params), "result": self.result, "asserts": list(self.asserts), "imports": list(self.imports)}
+        return {
+            "params": list(self.params),
+            "result": self.result,
+            "asserts": list(self.asserts),
+            "imports": list(self.imports),
+        }
 
 
 def _root_name(expr: ast.expr) -> str | None:
@@ -46,7 +51,11 @@ def asserted_property(test: str, entry_point: str) -> Property | None:
         return None
     if not _assigns_a_call(tree, entry_point):
         return None  # most tests: asserts on calls, no `x = f(...)`; a walk of the statements says so
-    names = {entry_point} | {f.args.args[0].arg for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "check" and f.args.args}
+    names = {entry_point} | {
+        f.args.args[0].arg
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef) and f.name == "check" and f.args.args
+    }
     imports = tuple(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
     for scope in ast.walk(tree):
         if not isinstance(scope, ast.FunctionDef):
@@ -55,13 +64,25 @@ def asserted_property(test: str, entry_point: str) -> Property | None:
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
                 continue
             call = node.value
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names and not call.keywords):
+            if not (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in names
+                and not call.keywords
+            ):
                 continue
             result = node.targets[0].id
-            asserts = [a.test for a in ast.walk(scope) if isinstance(a, ast.Assert) and any(isinstance(n, ast.Name) and n.id == result for n in ast.walk(a.test))]
+            asserts = [
+                a.test
+                for a in ast.walk(scope)
+                if isinstance(a, ast.Assert)
+                and any(isinstance(n, ast.Name) and n.id == result for n in ast.walk(a.test))
+            ]
             if not asserts or any(_is_equality_on(a, result) for a in asserts):
                 return None
-            return Property(tuple(_root_name(a) for a in call.args), result, tuple(ast.unparse(a) for a in asserts), imports)
+            return Property(
+                tuple(_root_name(a) for a in call.args), result, tuple(ast.unparse(a) for a in asserts), imports
+            )
     return None
 
 
@@ -83,14 +104,21 @@ def _assigns_a_call(tree: ast.AST, entry_point: str) -> bool:
     """Whether some `x = f(...)` calls the entry point or a `check` function's first parameter:
     without one, asserted_property finds nothing."""
     statements = list(_statements(tree))
-    names = {entry_point} | {s.args.args[0].arg for s in statements if isinstance(s, ast.FunctionDef) and s.name == "check" and s.args.args}
+    names = {entry_point} | {
+        s.args.args[0].arg for s in statements if isinstance(s, ast.FunctionDef) and s.name == "check" and s.args.args
+    }
     return any(
-        isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id in names
+        isinstance(s, ast.Assign)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Name)
+        and s.value.func.id in names
         for s in statements
     )
 
 
 def _is_equality_on(test: ast.expr, name: str) -> bool:
-    return isinstance(test, ast.Compare) and any(isinstance(op, (ast.Eq, ast.Is)) for op in test.ops) and any(
-        isinstance(s, ast.Name) and s.id == name for s in [test.left, *test.comparators]
+    return (
+        isinstance(test, ast.Compare)
+        and any(isinstance(op, (ast.Eq, ast.Is)) for op in test.ops)
+        and any(isinstance(s, ast.Name) and s.id == name for s in [test.left, *test.comparators])
     )

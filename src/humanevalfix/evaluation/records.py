@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from humanevalfix.agent import AgentResult
 from humanevalfix.errors import UserError
@@ -78,13 +79,19 @@ class TaskRecord:
             data["first_code"], data["first_code_is"] = None, "final_code"
         for attempt in data["attempts"]:
             code = attempt.get("code")
-            same = "final_code" if code is not None and code == final else "first_code" if code is not None and code == first else None
+            same = (
+                "final_code"
+                if code is not None and code == final
+                else "first_code"
+                if code is not None and code == first
+                else None
+            )
             if same:
                 attempt["code"], attempt["code_is"] = None, same
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TaskRecord":
+    def from_dict(cls, data: dict[str, Any]) -> TaskRecord:
         """A record from its stored form (or an older file's: every copy written out, the scores as
         flat fields, migrated by each scorer)."""
         names = {f.name for f in fields(cls)}

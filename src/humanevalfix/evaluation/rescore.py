@@ -16,10 +16,10 @@ from typing import Any
 from humanevalfix import __version__
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation.generations import dataset_for
+from humanevalfix.evaluation.pluscases import CaseStore, default_directory
 from humanevalfix.evaluation.plusfile import PlusFile, generated_source
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, results_document, summarize
-from humanevalfix.evaluation.pluscases import CaseStore, default_directory
 from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.runspec import RunSpec, ScoringSpec, from_dict
 from humanevalfix.sandbox.executor import Executor
@@ -62,6 +62,10 @@ def rescore(path: Path, executor: Executor, dataset_path: str | None = None, plu
     }
     # Which inputs gave pass@1+. An older run's config is written back migrated (its protocol named),
     # with nothing added that it did not record.
-    spec = spec.with_section("scoring", ScoringSpec(plus.source() if plus is not None else generated_source(), rescored))
+    spec = spec.with_section(
+        "scoring", ScoringSpec(plus.source() if plus is not None else generated_source(), rescored)
+    )
     summary = summarize(records, wall, *spec.model.prices)
-    return Rescored(results_document(spec.to_dict(), summary, records, str(data.get("status") or "complete")), changed, spec)
+    return Rescored(
+        results_document(spec.to_dict(), summary, records, str(data.get("status") or "complete")), changed, spec
+    )

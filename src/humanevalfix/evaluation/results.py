@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
+from humanevalfix.errors import UserError
 from humanevalfix.evaluation import scores as scoring
+from humanevalfix.evaluation.outputs import chmod_like_open
 from humanevalfix.evaluation.passk import counts_by_task, pass_at_ks
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.outputs import chmod_like_open
-from humanevalfix.errors import UserError
 from humanevalfix.jsonio import read_json
 from humanevalfix.redaction import redact_data
 
@@ -52,7 +53,7 @@ class Summary:
         return {**asdict(self), **scoring.summary_flat(self.scores)}
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> "Summary":
+    def from_dict(cls, raw: Mapping[str, Any]) -> Summary:
         """A stored summary; one written before the map gets it from its flat fields."""
         names = {f.name for f in fields(cls)}
         legacy = scoring.legacy_summary_keys()
@@ -68,7 +69,9 @@ def estimate_cost(tokens_in: int, tokens_out: int, price_in: float | None, price
     return round(tokens_in / 1e6 * price_in + tokens_out / 1e6 * price_out, 6)
 
 
-def summarize(records: list[TaskRecord], wall_s: float, price_in: float | None = None, price_out: float | None = None) -> Summary:
+def summarize(
+    records: list[TaskRecord], wall_s: float, price_in: float | None = None, price_out: float | None = None
+) -> Summary:
     n = len(records)
     scores = scoring.summarize(records)
     verdict = scores["verdict"]
@@ -172,7 +175,9 @@ def write_atomic(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
-def results_document(config: dict[str, Any], summary: Summary, records: list[TaskRecord], status: str) -> dict[str, Any]:
+def results_document(
+    config: dict[str, Any], summary: Summary, records: list[TaskRecord], status: str
+) -> dict[str, Any]:
     return {
         "status": status,  # complete | complete_with_errors | interrupted | aborted
         "config": config,

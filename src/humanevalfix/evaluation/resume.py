@@ -30,15 +30,26 @@ def check(old: RunSpec, new: RunSpec, path: Path) -> None:
         )
     before_all = old.compared()
     # Not recorded by the older run, or a section it did not have (docker, embedded server): skipped.
-    differing = [(key, before_all[key], now) for key, now in new.compared().items() if key in before_all and before_all[key] != now]
+    differing = [
+        (key, before_all[key], now)
+        for key, now in new.compared().items()
+        if key in before_all and before_all[key] != now
+    ]
     if differing:
         key, before, now = differing[0]
         others = ", ".join(option_of(k) for k, _, _ in differing[1:])
         policy = {f.name for f in fields(RepairPolicy)}
-        hint = f"; its repair policy was {describe_policy(old.agent)} (see --policy)" if any(k in policy for k, _, _ in differing) else ""
+        hint = (
+            f"; its repair policy was {describe_policy(old.agent)} (see --policy)"
+            if any(k in policy for k, _, _ in differing)
+            else ""
+        )
         raise UserError(
             f"--resume {path}: option {option_of(key)} differs from the interrupted run "
-            f"({_shown(key, before)} there, {_shown(key, now)} now)" + (f", and {others} too" if others else "") + hint + "; rerun with the same options"
+            f"({_shown(key, before)} there, {_shown(key, now)} now)"
+            + (f", and {others} too" if others else "")
+            + hint
+            + "; rerun with the same options"
         )
 
 

@@ -32,13 +32,13 @@ from functools import lru_cache
 from typing import Any
 
 from humanevalfix.evaluation import plusgen
-from humanevalfix.tasks.task import Task
 from humanevalfix.evaluation.hardcoding import hardcoding
 from humanevalfix.evaluation.pluscases import COMMON, PER_CALL_S, Cases, CaseStore
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
-from humanevalfix.tasks.support import support_code
 from humanevalfix.sandbox.executor import ExecResult, Executor
+from humanevalfix.tasks.support import support_code
+from humanevalfix.tasks.task import Task
 
 MAX_INPUTS = plusgen.MAX_INPUTS
 test_calls = plusgen.test_calls
@@ -185,7 +185,14 @@ def check_program(task: Task, cases: Cases) -> Program:
     """The task's helpers and its data for the check (the cases compressed: they are most of the
     program), then the library; the test gets one call."""
     prop = asserted_property(task.test, task.entry_point)
-    data = (cases.payload, float(max(cases.atol, 0.0)), None if prop is None else prop.as_literal(), cases.calls, cases.reply if prop is None else None, cases.count)
+    data = (
+        cases.payload,
+        float(max(cases.atol, 0.0)),
+        None if prop is None else prop.as_literal(),
+        cases.calls,
+        cases.reply if prop is None else None,
+        cases.count,
+    )
     support = f"{support_code(task)}\n_hefix_plus_data = {data!r}\n{LIBRARY_MARK}{_library()}"
     # `check(...)`-style: the entry point passed by name keeps it the candidate's, even where it
     # is named like a builtin.
@@ -231,7 +238,14 @@ def cases_for(task: Task, executor: Executor, store: CaseStore, inputs: Inputs |
     return store.get(task, None if inputs is None else inputs.args, 0.0 if inputs is None else inputs.atol, executor)
 
 
-def check(code: str | None, task: Task, executor: Executor, passed: bool, inputs: Inputs | None = None, store: CaseStore | None = None) -> Robustness:
+def check(
+    code: str | None,
+    task: Task,
+    executor: Executor,
+    passed: bool,
+    inputs: Inputs | None = None,
+    store: CaseStore | None = None,
+) -> Robustness:
     """Both checks for a candidate that passed the full tests; nothing to check otherwise."""
     if not passed or code is None:
         return Robustness(plus=None)
@@ -241,4 +255,10 @@ def check(code: str | None, task: Task, executor: Executor, passed: bool, inputs
 
 
 def outcome(code: str, task: Task, d: Differential) -> Robustness:
-    return Robustness(plus=d.agrees, inputs=d.compared, example=d.example, suspect_hardcoding=hardcoding(code, task), disagreements=d.disagreements)
+    return Robustness(
+        plus=d.agrees,
+        inputs=d.compared,
+        example=d.example,
+        suspect_hardcoding=hardcoding(code, task),
+        disagreements=d.disagreements,
+    )

@@ -17,8 +17,9 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from humanevalfix.errors import UserError
 
@@ -51,14 +52,18 @@ def _take(path: Path) -> IO[str]:
         fh.seek(0)
         holder = _holder(fh.read(4096))
         fh.close()
-        raise UserError(f"{path}: another run is writing it ({holder}); wait for it to end, or give another --out") from None
+        raise UserError(
+            f"{path}: another run is writing it ({holder}); wait for it to end, or give another --out"
+        ) from None
     fh.seek(0)
     left = fh.read(4096)
     if left.strip():
         log.warning("%s: taking over the lock of a run that did not end cleanly (%s)", path, _holder(left))
     fh.seek(0)
     fh.truncate()
-    fh.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
+    fh.write(
+        json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    )
     fh.flush()
     return fh
 

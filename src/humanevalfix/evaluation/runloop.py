@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Generic, TypeVar
 
 from humanevalfix.evaluation.stopping import SigtermAsInterrupt, wind_down
 
 J = TypeVar("J")  # a job: what `work` takes (eval: a task and its sample)
 R = TypeVar("R")  # what `work` gives back for it
 
-WORKER_PREFIX = "task"  # the worker threads' names (a command checks for stuck ones at exit: stopping.workers_still_running)
+WORKER_PREFIX = (
+    "task"  # the worker threads' names (a command checks for stuck ones at exit: stopping.workers_still_running)
+)
 POLL_S = 0.5  # how often the loop wakes up while it waits (a Ctrl-C is seen then)
 
 

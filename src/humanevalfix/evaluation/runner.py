@@ -8,42 +8,43 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from humanevalfix.evaluation import dataset as ds
 from humanevalfix.agent import AgentResult, AgentSettings, ToolMode, repair, request_for_task
 from humanevalfix.agent.engines import require_engine
-from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.config import RunConfig, default_out, results_path_for_stream, run_spec, stream_path
 from humanevalfix.errors import UserError
+from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.activity import Activity, EtaColumn, LiveProgress, TrackedExecutor, TrackedModel
-from humanevalfix.evaluation.health import EndpointHealth
-from humanevalfix.evaluation.runlock import run_lock
-from humanevalfix.evaluation.traces import write_trace
-from humanevalfix.evaluation.runloop import Abort, TaskLoop, run_loop
-from humanevalfix.evaluation.stopping import GRACE_S, signals_held
-from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.models.embedded import ServerOptions, with_lookup
-from humanevalfix.models.keys import KeyPool
-from humanevalfix.models import served
-from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.evaluation.generations import write_generations_beside
+from humanevalfix.evaluation.health import EndpointHealth
+from humanevalfix.evaluation.pluscases import CaseStore, default_directory
 from humanevalfix.evaluation.records import Stream, TaskRecord, agent_fields, read_stream
 from humanevalfix.evaluation.results import Summary, results_document, summarize, write_atomic
-from humanevalfix.sandbox.factory import executor_factory
-from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
-from humanevalfix.evaluation.pluscases import CaseStore, default_directory
+from humanevalfix.evaluation.runlock import run_lock
+from humanevalfix.evaluation.runloop import Abort, TaskLoop, run_loop
 from humanevalfix.evaluation.scorer import score_task
+from humanevalfix.evaluation.stopping import GRACE_S, signals_held
+from humanevalfix.evaluation.traces import write_trace
 from humanevalfix.evaluation.validate import refuse_bad_rows
+from humanevalfix.models import served
+from humanevalfix.models.client import ChatModel, RetryPolicy
+from humanevalfix.models.embedded import ServerOptions, with_lookup
+from humanevalfix.models.keys import KeyPool
+from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.redaction import redact_data
 from humanevalfix.runspec import RunSpec, from_dict
 from humanevalfix.safetext import shown
+from humanevalfix.sandbox.executor import Executor, Limits
+from humanevalfix.sandbox.factory import executor_factory
+from humanevalfix.sandbox.pool import ExecutorPool, executor_slots
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,9 @@ def _progress(console: Console, activity: Activity) -> Progress:
     )
 
 
-def run_eval(config: RunConfig, console: Console | None = None, started: Callable[[], None] | None = None) -> RunOutcome:
+def run_eval(
+    config: RunConfig, console: Console | None = None, started: Callable[[], None] | None = None
+) -> RunOutcome:
     console = console or Console(stderr=True)
     require_engine(config.engine)  # before a model server or a sandbox starts
     preload = preload_sdk(config.preset)
@@ -127,7 +130,9 @@ def _run(config: RunConfig, console: Console, started: Callable[[], None] | None
         if config.task_ids or config.limit:
             raise UserError("--resume continues the interrupted run's own task list: drop --tasks/--limit")
         outputs.check_resume(config.resume)
-        stream_file = config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
+        stream_file = (
+            config.resume if config.resume.suffix == ".jsonl" or config.resume.is_dir() else stream_path(config.resume)
+        )
         out = config.out or results_path_for_stream(stream_file)
     else:
         out = config.out or default_out(config.preset)
@@ -142,7 +147,9 @@ def _run(config: RunConfig, console: Console, started: Callable[[], None] | None
         return _run_locked(config, console, out, stream_file, started)
 
 
-def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Path, started: Callable[[], None] | None) -> RunOutcome:
+def _run_locked(
+    config: RunConfig, console: Console, out: Path, stream_file: Path, started: Callable[[], None] | None
+) -> RunOutcome:
     old_records: list[TaskRecord] = []
     old_spec: RunSpec | None = None
     if config.resume:
@@ -154,7 +161,11 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
         strays = [r.task_id for r in old_records if r.task_id not in listed]
         if strays:
             # Another run's records (two runs on one --out before the lock existed): never counted.
-            console.print(f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and are ignored: {shown(', '.join(strays[:5]))}", highlight=False, soft_wrap=True)
+            console.print(
+                f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and are ignored: {shown(', '.join(strays[:5]))}",
+                highlight=False,
+                soft_wrap=True,
+            )
             old_records = [r for r in old_records if r.task_id in listed]
     else:
         data = ds.load(config.dataset_path, config.max_field_chars)
@@ -173,11 +184,20 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
 
     limits = Limits(timeout_s=config.timeout_s)
     retry = RetryPolicy(
-        attempts=config.retry_attempts, initial_s=config.retry_initial_s, timeout_s=config.request_timeout_s, max_reply_chars=config.max_reply_chars
+        attempts=config.retry_attempts,
+        initial_s=config.retry_initial_s,
+        timeout_s=config.request_timeout_s,
+        max_reply_chars=config.max_reply_chars,
     )
     pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
     try:
-        with open_endpoint(config.preset, ds.oracle_answers(tasks), retry, gguf=config.gguf, server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup)) as endpoint:
+        with open_endpoint(
+            config.preset,
+            ds.oracle_answers(tasks),
+            retry,
+            gguf=config.gguf,
+            server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup),
+        ) as endpoint:
             if started is not None:
                 started()  # every input checked and the endpoint open (its keys too): the run starts
             preset = endpoint.preset
@@ -195,27 +215,45 @@ def _run_locked(config: RunConfig, console: Console, out: Path, stream_file: Pat
             stream = Stream(stream_file)
             if old_spec is not None:
                 resume.check(old_spec, spec, stream_file)
-                spec = replace(spec, host=replace(spec.host, started_at=old_spec.host.started_at or spec.host.started_at))
+                spec = replace(
+                    spec, host=replace(spec.host, started_at=old_spec.host.started_at or spec.host.started_at)
+                )
             else:
                 _start(stream, spec)
             settings = spec.agent_settings()
             mode = ToolMode(preset.native_tools, config.tools_reason)
             outcome = _execute(
-                config, console, tasks, endpoint.model, pool, settings, mode, stream, spec, old_records, out, preset,
-                resume.prior_wall(out, old_records), endpoint.pool,
+                config,
+                console,
+                tasks,
+                endpoint.model,
+                pool,
+                settings,
+                mode,
+                stream,
+                spec,
+                old_records,
+                out,
+                preset,
+                resume.prior_wall(out, old_records),
+                endpoint.pool,
             )
             if outcome.status in ("complete", "complete_with_errors"):
                 try:
                     write_generations_beside(outcome.results_path, [t.task_id for t in data.tasks])
                 except OSError as exc:  # secondary: `export` writes it again from the results file
-                    console.print(f"[yellow]warning:[/] the generations file was not written ({exc.strerror or exc}); `humanevalfix export` writes it from the results")
+                    console.print(
+                        f"[yellow]warning:[/] the generations file was not written ({exc.strerror or exc}); `humanevalfix export` writes it from the results"
+                    )
             return outcome
     finally:
         pool.close()
 
 
 def _probed(config: RunConfig, console: Console) -> RunConfig:
-    choice = served.with_probed_tools(served.ServedChoice(config.preset, config.preset_reason or "", None, True), served.first_key(config.preset))
+    choice = served.with_probed_tools(
+        served.ServedChoice(config.preset, config.preset_reason or "", None, True), served.first_key(config.preset)
+    )
     console.print(choice.line(), highlight=False, soft_wrap=True, markup=False)
     return replace(config, preset=choice.preset, tools_reason=choice.tools_reason, probe_tools=False)
 
@@ -259,7 +297,10 @@ def _execute(
         task, sample = job
         slot = next(slots)  # the task's line under the bar: its turn, what it waits for, how long
         try:
-            tracked = TrackedModel(model, activity, slot, task.task_id), TrackedExecutor(pool, activity, slot, task.task_id)
+            tracked = (
+                TrackedModel(model, activity, slot, task.task_id),
+                TrackedExecutor(pool, activity, slot, task.task_id),
+            )
             return run_task(task, *tracked, settings, mode, stop, sample, store)
         finally:
             activity.clear(slot)
@@ -282,13 +323,22 @@ def _execute(
 
     total = len(tasks) * config.samples
     with _progress(console, activity) as progress:
-        bar = progress.add_task("repairing", total=total, completed=len(done), passed=sum(r.passed for r in done.values()), errors=0, fresh=0)
+        bar = progress.add_task(
+            "repairing",
+            total=total,
+            completed=len(done),
+            passed=sum(r.passed for r in done.values()),
+            errors=0,
+            fresh=0,
+        )
 
         def look(finished: tuple[TaskRecord, AgentResult]) -> None:
             record = finished[0]
             errors = sum(1 for r in done.values() if r.error)
             # fresh: finished in this run (not resumed), what the estimate goes by
-            progress.update(bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors, fresh=len(done) - resumed)
+            progress.update(
+                bar, advance=1, passed=sum(r.passed for r in done.values()), errors=errors, fresh=len(done) - resumed
+            )
             if config.verbose or config.debug:
                 _print_task(progress.console, record)
             reason = health.observe(record)

@@ -20,12 +20,12 @@ from typing import Any
 
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation import scores as scoring
-from humanevalfix.evaluation.scores import Candidates, Judged
 from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.robustness import Inputs, Robustness
+from humanevalfix.evaluation.scores import Candidates, Judged
+from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor
 from humanevalfix.tasks.support import support_code
 from humanevalfix.tasks.task import Task
-from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor
 
 PASSED_MESSAGE = "all tests passed"
 
@@ -67,7 +67,14 @@ class Scored:
     scores: dict[str, Any]  # every registered scorer's entry: TaskRecord.scores (evaluation/scores.py)
 
 
-def score_task(first_code: str | None, final_code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None = None) -> Scored:
+def score_task(
+    first_code: str | None,
+    final_code: str | None,
+    task: Task,
+    executor: Executor,
+    store: CaseStore,
+    inputs: Inputs | None = None,
+) -> Scored:
     """The verdicts and the pass@1+ checks of a task's first and final candidates (one run each),
     turned into their record entries by the registered scorers."""
     final = _judge(final_code, task, executor, store, inputs)
@@ -76,10 +83,16 @@ def score_task(first_code: str | None, final_code: str | None, task: Task, execu
     return Scored(_score(first[0], final[0]), scoring.entries(candidates))
 
 
-def _judge(code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None) -> tuple[ExecResult, Robustness]:
+def _judge(
+    code: str | None, task: Task, executor: Executor, store: CaseStore, inputs: Inputs | None
+) -> tuple[ExecResult, Robustness]:
     if code is None:
         return ExecResult("failed", "no candidate code"), Robustness(plus=None)
-    known = store.cached(task, None if inputs is None else inputs.args, 0.0 if inputs is None else inputs.atol, executor) if task.canonical_code else None
+    known = (
+        store.cached(task, None if inputs is None else inputs.args, 0.0 if inputs is None else inputs.atol, executor)
+        if task.canonical_code
+        else None
+    )
     if known is not None and known.count and JUDGE in getattr(executor, "guarantees", frozenset()):
         program = robustness.check_program(task, known)
         run = executor.run(code, task.test + "\n" + program.call, program.support)

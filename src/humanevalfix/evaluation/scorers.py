@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from humanevalfix.evaluation.scores import Candidates, Entry, Scorer, scorer
 from humanevalfix.runspec import RunSpec
@@ -53,7 +54,12 @@ class Verdict(Scorer):
 
     def summarize(self, records: Sequence[Any]) -> Entry:
         n, first, final = len(records), sum(r.passed_first for r in records), sum(r.passed for r in records)
-        return {"passed_first": first, "passed": final, "pass_at_1_first": rate(first, n), "pass_at_1_final": rate(final, n)}
+        return {
+            "passed_first": first,
+            "passed": final,
+            "pass_at_1_first": rate(first, n),
+            "pass_at_1_final": rate(final, n),
+        }
 
     def migrate_summary(self, raw: Mapping[str, Any]) -> Entry:
         return {k: raw.get(k, 0) for k in ("passed_first", "passed", "pass_at_1_first", "pass_at_1_final")}
@@ -63,7 +69,10 @@ class Verdict(Scorer):
 
     def table_rows(self, entry: Entry | None, tasks: int, spec: RunSpec) -> list[tuple[str, str]]:
         entry = entry or {}
-        return [("pass@1, first attempt", pct(entry.get("passed_first", 0), tasks)), ("pass@1, after repair", pct(entry.get("passed", 0), tasks))]
+        return [
+            ("pass@1, first attempt", pct(entry.get("passed_first", 0), tasks)),
+            ("pass@1, after repair", pct(entry.get("passed", 0), tasks)),
+        ]
 
     def report_lines(self, entry: Entry | None, spec: RunSpec) -> list[str]:
         entry = entry or {}
@@ -87,20 +96,32 @@ class Plus(Scorer):
 
     def entry(self, c: Candidates) -> Entry:
         final, first = c.final.robustness, c.first.robustness
-        return {"final": final.plus, "first": first.plus, "inputs": final.inputs, "disagreements": final.disagreements, "example": final.example}
+        return {
+            "final": final.plus,
+            "first": first.plus,
+            "inputs": final.inputs,
+            "disagreements": final.disagreements,
+            "example": final.example,
+        }
 
     def migrate(self, raw: Mapping[str, Any]) -> Entry:
         # The defaults are the record's field defaults from before the map (runs before pass@1+).
         return {
-            "final": raw.get("plus"), "first": raw.get("plus_first"), "inputs": raw.get("plus_inputs", 0),
-            "disagreements": raw.get("plus_disagreements", 0), "example": raw.get("plus_example"),
+            "final": raw.get("plus"),
+            "first": raw.get("plus_first"),
+            "inputs": raw.get("plus_inputs", 0),
+            "disagreements": raw.get("plus_disagreements", 0),
+            "example": raw.get("plus_example"),
         }
 
     def flat(self, entry: Entry | None) -> dict[str, Any]:
         e = entry or {}
         return {
-            "plus": e.get("final"), "plus_first": e.get("first"), "plus_inputs": e.get("inputs", 0),
-            "plus_disagreements": e.get("disagreements", 0), "plus_example": e.get("example"),
+            "plus": e.get("final"),
+            "plus_first": e.get("first"),
+            "plus_inputs": e.get("inputs", 0),
+            "plus_disagreements": e.get("disagreements", 0),
+            "plus_example": e.get("example"),
         }
 
     def cell(self, record: Any, entry: Entry | None) -> str:
@@ -117,34 +138,60 @@ class Plus(Scorer):
     def summarize(self, records: Sequence[Any]) -> Entry | None:
         n = len(records)
         plus = [(r, r.scores.get(self.name) or {}) for r in records]
-        checked = any(e.get("final") is not None for r, e in plus if r.passed) or any(e.get("first") is not None for r, e in plus if r.passed_first)
+        checked = any(e.get("final") is not None for r, e in plus if r.passed) or any(
+            e.get("first") is not None for r, e in plus if r.passed_first
+        )
         if not n or not checked:
             return None  # older runs, no canonical code, nothing passed: not "0%"
         final = sum(1 for r, e in plus if r.passed and e.get("final") is True)
         first = sum(1 for r, e in plus if r.passed_first and e.get("first") is True)
-        return {"passed_first": first, "passed": final, "pass_at_1_first": rate(first, n), "pass_at_1_final": rate(final, n)}
+        return {
+            "passed_first": first,
+            "passed": final,
+            "pass_at_1_first": rate(first, n),
+            "pass_at_1_final": rate(final, n),
+        }
 
     def migrate_summary(self, raw: Mapping[str, Any]) -> Entry | None:
-        entry = {new: raw.get(old) for new, old in zip(("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"), self.legacy_summary_keys)}
+        entry = {
+            new: raw.get(old)
+            for new, old in zip(
+                ("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"), self.legacy_summary_keys
+            )
+        }
         return entry if any(v is not None for v in entry.values()) else None
 
     def summary_flat(self, entry: Entry | None) -> dict[str, Any]:
         e = entry or {}
-        return {old: e.get(new) for new, old in zip(("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"), self.legacy_summary_keys)}
+        return {
+            old: e.get(new)
+            for new, old in zip(
+                ("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"), self.legacy_summary_keys
+            )
+        }
 
     def table_rows(self, entry: Entry | None, tasks: int, spec: RunSpec) -> list[tuple[str, str]]:
         if not entry or entry.get("passed") is None or entry.get("passed_first") is None:
             return []
         # Beside pass@1, not instead: pass@1 is what published tables report.
-        return [("pass@1+, first / after repair", f"{pct(entry['passed_first'], tasks)} / {pct(entry['passed'], tasks)} (passes that also agree with the canonical solution on {_plus_source(spec)})")]
+        return [
+            (
+                "pass@1+, first / after repair",
+                f"{pct(entry['passed_first'], tasks)} / {pct(entry['passed'], tasks)} (passes that also agree with the canonical solution on {_plus_source(spec)})",
+            )
+        ]
 
     def report_lines(self, entry: Entry | None, spec: RunSpec) -> list[str]:
         if not entry or entry.get("pass_at_1_final") is None:
             return []
-        lines = [f"pass@1+ first / after repair: {100 * float(entry.get('pass_at_1_first') or 0):.1f}% / {100 * float(entry['pass_at_1_final']):.1f}%"]
+        lines = [
+            f"pass@1+ first / after repair: {100 * float(entry.get('pass_at_1_first') or 0):.1f}% / {100 * float(entry['pass_at_1_final']):.1f}%"
+        ]
         source = spec.scoring.plus_source or {}
         if source.get("inputs") == "evalplus-file":
-            lines.append(f"pass@1+ inputs: EvalPlus's file {Path(str(source.get('path'))).name} (sha256 {source.get('sha256')})")
+            lines.append(
+                f"pass@1+ inputs: EvalPlus's file {Path(str(source.get('path'))).name} (sha256 {source.get('sha256')})"
+            )
         return lines
 
     def shares(self, records: Sequence[Any]) -> dict[str, float] | None:
@@ -200,7 +247,12 @@ class Hardcoding(Scorer):
         count = (entry or {}).get("count")
         if not count:
             return []
-        return [("suspect hard-coding", f"{count} passing candidate(s) branch on test literals (see suspect_hardcoding per task)")]
+        return [
+            (
+                "suspect hard-coding",
+                f"{count} passing candidate(s) branch on test literals (see suspect_hardcoding per task)",
+            )
+        ]
 
     def report_note(self, entry: Entry | None) -> str | None:
         count = (entry or {}).get("count")

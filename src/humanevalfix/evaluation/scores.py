@@ -16,8 +16,9 @@ results file (and scripts that read `passed_plus`) keep working.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from humanevalfix.registry import Registry
 from humanevalfix.runspec import RunSpec
@@ -198,7 +199,9 @@ def report_lines(scores: Mapping[str, Entry], spec: RunSpec) -> list[str]:
     out: list[str] = []
     for name, s in SCORERS.items():
         lines = s.report_lines(scores.get(name), spec)
-        notes = [n for other, q in SCORERS.items() if q.qualifies == name for n in [q.report_note(scores.get(other))] if n]
+        notes = [
+            n for other, q in SCORERS.items() if q.qualifies == name for n in [q.report_note(scores.get(other))] if n
+        ]
         if lines and notes:
             lines = [lines[0] + "".join(f" ({n})" for n in notes), *lines[1:]]
         out += lines

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import Any, Iterator
+from typing import Any
 
 GRACE_S = 10.0
 

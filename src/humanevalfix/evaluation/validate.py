@@ -31,14 +31,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from humanevalfix.evaluation import dataset as ds
-from humanevalfix.tasks.support import support_code
-from humanevalfix.errors import DatasetError
-from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.sandbox.pool import ExecutorPool
-from humanevalfix.sandbox.docker import DockerSettings
-from humanevalfix.sandbox.factory import executor_factory
 from humanevalfix import pyast
+from humanevalfix.errors import DatasetError
+from humanevalfix.evaluation import dataset as ds
+from humanevalfix.sandbox.docker import DockerSettings
+from humanevalfix.sandbox.executor import Executor, Limits
+from humanevalfix.sandbox.factory import executor_factory
+from humanevalfix.sandbox.pool import ExecutorPool
+from humanevalfix.tasks.support import support_code
 
 
 @dataclass
@@ -163,7 +163,11 @@ class _BadLine:
 
 
 def validate_file(
-    path: Path, sandbox: str = "auto", limits: Limits | None = None, workers: int = 1, docker: DockerSettings | None = None,
+    path: Path,
+    sandbox: str = "auto",
+    limits: Limits | None = None,
+    workers: int = 1,
+    docker: DockerSettings | None = None,
     max_field: int = ds.DEFAULT_MAX_FIELD,
 ) -> list[RowReport]:
     """Every row, in file order; rows that cannot load are reported, not raised."""

@@ -16,36 +16,47 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import replace
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 from rich.markup import escape
 
 from humanevalfix.agent import AgentResult
 from humanevalfix.errors import UserError
-from humanevalfix.sandbox.docker import DockerSettings
-from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.models.presets import Preset
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.traces import write_trace
-from humanevalfix.sandbox.factory import build_executor
-from humanevalfix.fixer.patch import change_of, project_diff
 from humanevalfix.fixer.localize import Stage
-from humanevalfix.fixer.project import ProjectLocalizer, project_of, project_stages, shown
+from humanevalfix.fixer.patch import change_of, project_diff
+from humanevalfix.fixer.project import ProjectLocalizer, project_of, project_stages
 from humanevalfix.fixer.session import Plan, find_fix, tests_line
 from humanevalfix.fixer.userfile import UserFile, load_user_file, require_function
-from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests, baseline_problem, load_tests, read_only_paths
+from humanevalfix.fixer.usertests import (
+    RunReport,
+    UserTestExecutor,
+    UserTests,
+    baseline_problem,
+    load_tests,
+    read_only_paths,
+)
+from humanevalfix.models.presets import Preset
+from humanevalfix.sandbox.docker import DockerSettings
+from humanevalfix.sandbox.executor import Executor, Limits
+from humanevalfix.sandbox.factory import build_executor
 
 EXIT_FIXED, EXIT_NOT_FIXED = 0, 1
 
 
 def fix_executor(
-    kind: str, limits: Limits, needs: tuple[Path, ...], warn: Callable[[str], None] | None = None, docker: DockerSettings | None = None
+    kind: str,
+    limits: Limits,
+    needs: tuple[Path, ...],
+    warn: Callable[[str], None] | None = None,
+    docker: DockerSettings | None = None,
 ) -> Executor:
     """The sandbox for `fix`: bwrap showing `needs` (the user's project) read-only at their own paths.
 
@@ -57,9 +68,13 @@ def fix_executor(
     the standard library, numpy and pytest).
     """
     if kind == "restricted":
-        raise UserError("--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; use --sandbox auto, bwrap, unshare, process or docker")
+        raise UserError(
+            "--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; use --sandbox auto, bwrap, unshare, process or docker"
+        )
     if kind == "auto":  # the choice itself is the factory's, as for eval; the advice is fix's
-        return build_executor(kind, limits, ro_binds=needs, warn=lambda line: (warn or _stderr)(f"{line} ({FALLBACK_ADVICE})"))
+        return build_executor(
+            kind, limits, ro_binds=needs, warn=lambda line: (warn or _stderr)(f"{line} ({FALLBACK_ADVICE})")
+        )
     return build_executor(kind, limits, ro_binds=needs if kind in ("bwrap", "docker") else (), docker=docker)
 
 
@@ -78,7 +93,9 @@ def check_writable(user_file: UserFile) -> None:
     """--write: refuse up front, before any model call, what would fail or lose data at the end."""
     backup = backup_path(user_file.path)
     if backup.exists() and (not backup.is_file() or backup.read_bytes() != user_file.raw):
-        raise UserError(f"--write: {backup} already exists and differs from {user_file.display}; move it away first (it would be replaced by the backup)")
+        raise UserError(
+            f"--write: {backup} already exists and differs from {user_file.display}; move it away first (it would be replaced by the backup)"
+        )
     if not os.access(user_file.path.parent, os.W_OK):
         raise UserError(f"--write: cannot write in {user_file.path.parent}")
 
@@ -101,7 +118,9 @@ def write_atomic_bytes(path: Path, data: bytes, mode: int) -> None:
 def apply_fix(user_file: UserFile, new_source: str) -> Path:
     """Keep FILE.orig, then replace FILE; nothing happens if FILE changed during the run."""
     if user_file.path.read_bytes() != user_file.raw:
-        raise UserError(f"--write: {user_file.display} changed while the fix was being found; not written (the diff is above)")
+        raise UserError(
+            f"--write: {user_file.display} changed while the fix was being found; not written (the diff is above)"
+        )
     mode = stat.S_IMODE(user_file.path.stat().st_mode)
     backup = backup_path(user_file.path)
     write_atomic_bytes(backup, user_file.raw, mode)
@@ -119,7 +138,9 @@ def write_session_trace(path: Path, record: TaskRecord, result: AgentResult) -> 
         os.replace(written, path)
 
 
-def where_to_look(args: argparse.Namespace, user_file: UserFile | None, tests: UserTests, root: Path, baseline: RunReport) -> Plan:
+def where_to_look(
+    args: argparse.Namespace, user_file: UserFile | None, tests: UserTests, root: Path, baseline: RunReport
+) -> Plan:
     """The scopes in turn: --function in FILE, else the suspects of FILE, else of the whole project."""
     budget = 1 + max(0, args.max_iters)
     localizer = ProjectLocalizer(tests, root, user_file, only=user_file.path if user_file else None)
@@ -134,7 +155,9 @@ def where_to_look(args: argparse.Namespace, user_file: UserFile | None, tests: U
     return Plan(stages, files, root)
 
 
-def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None, docker: DockerSettings | None = None) -> int:
+def run_fix(
+    args: argparse.Namespace, preset: Preset, sandbox: str | None = None, docker: DockerSettings | None = None
+) -> int:
     """`fix` as the CLI parsed it; `sandbox` and `docker`: the sandbox as resolved from the options
     and the environment (default: args.sandbox as given). Without FILE, the whole project of the
     tests is searched for the function at fault."""
@@ -153,11 +176,21 @@ def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None
             console.print(escape(report.result.message))
 
     notes: list[str] = []
-    inner = fix_executor(sandbox or args.sandbox, Limits(timeout_s=args.timeout), read_only_paths(user_file, tests, root), notes.append, docker)
+    inner = fix_executor(
+        sandbox or args.sandbox,
+        Limits(timeout_s=args.timeout),
+        read_only_paths(user_file, tests, root),
+        notes.append,
+        docker,
+    )
     executor = UserTestExecutor(inner, user_file, tests, on_report, project=root)
     try:
         target = f"`{args.function}`" if args.function else "what the failing tests point to"
-        what = f"{escape(user_file.display)} (module {user_file.module}" if user_file else f"the project {escape(str(root))} (any module"
+        what = (
+            f"{escape(user_file.display)} (module {user_file.module}"
+            if user_file
+            else f"the project {escape(str(root))} (any module"
+        )
         console.print(f"fix {what}, may change {target}); {escape(tests.label)} ({tests.kind})")
         console.print(f"sandbox: {escape(executor.isolation)}")
         for line in notes:  # a fallback from bwrap: the user's files are not protected
@@ -178,7 +211,9 @@ def run_fix(args: argparse.Namespace, preset: Preset, sandbox: str | None = None
         try:
             outcome = find_fix(args, preset, where, tests, executor, baseline, console)
         except KeyboardInterrupt:
-            console.print(f"[yellow]interrupted[/]: {escape(user_file.display) if user_file else 'the project'} is unchanged")
+            console.print(
+                f"[yellow]interrupted[/]: {escape(user_file.display) if user_file else 'the project'} is unchanged"
+            )
             return 130
     finally:
         executor.close()

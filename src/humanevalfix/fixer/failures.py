@@ -41,7 +41,10 @@ def statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
     best: ast.stmt | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if best is None or (node.end_lineno or node.lineno) - node.lineno < (best.end_lineno or best.lineno) - best.lineno:
+            if (
+                best is None
+                or (node.end_lineno or node.lineno) - node.lineno < (best.end_lineno or best.lineno) - best.lineno
+            ):
                 best = node
     return best
 

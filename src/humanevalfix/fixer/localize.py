@@ -152,7 +152,14 @@ def _failing_line(failure: FailedTest, tests: UserTests, line: int) -> str:
     return f"the failing line {tests.path.name}:{line} calls it"
 
 
-def _point(failure: FailedTest, user_file: UserFile, tests: UserTests, units: dict[str, Unit], names: _Names, tree: ast.Module | None) -> list[tuple[Unit, int, str]]:
+def _point(
+    failure: FailedTest,
+    user_file: UserFile,
+    tests: UserTests,
+    units: dict[str, Unit],
+    names: _Names,
+    tree: ast.Module | None,
+) -> list[tuple[Unit, int, str]]:
     """What one failure says about each unit: (unit, score, reason)."""
     out: list[tuple[Unit, int, str]] = []
     in_file = [f for f in failure.frames if f.where == "file"]
@@ -161,7 +168,11 @@ def _point(failure: FailedTest, user_file: UserFile, tests: UserTests, units: di
         if unit is not None:
             raised = i == len(in_file) - 1
             where = f"{user_file.path.name}:{frame.line}"
-            out.append((unit, RAISED_IN, f"the {failure.error} is raised in it at {where}") if raised else (unit, TRACEBACK, "the traceback passes through it"))
+            out.append(
+                (unit, RAISED_IN, f"the {failure.error} is raised in it at {where}")
+                if raised
+                else (unit, TRACEBACK, "the traceback passes through it")
+            )
     at = anchor(failure)
     stmt = statement_at(tree, at.line) if at is not None and tree is not None else None
     on_line: list[Unit] = []
@@ -215,7 +226,9 @@ class Localizer:
     def failure_for(self, report: RunReport, function: str | None, source: str | None = None) -> FailedTest | None:
         """The failure to tell the model about: the first that points to `function`, else the first."""
         for failure in report.failures:
-            if function is not None and any(u.name == function and score > CALLEE for u, score, _ in self.point(failure, source)):
+            if function is not None and any(
+                u.name == function and score > CALLEE for u, score, _ in self.point(failure, source)
+            ):
                 return failure
         return report.failures[0] if report.failures else None
 
@@ -248,9 +261,17 @@ def plan(suspects: list[Suspect], budget: int, filename: str, path: Path | None 
     """
     scopes = [(s.name, s.why, s.path) for s in suspects[:STAGES]]
     whole = suspects[0].path if suspects and suspects[0].path else path
-    scopes.append((None, "" if suspects else f"no failing test's traceback or failing line reaches a function of {filename}", whole))
+    scopes.append(
+        (
+            None,
+            "" if suspects else f"no failing test's traceback or failing line reaches a function of {filename}",
+            whole,
+        )
+    )
     rest = budget - -(-2 * budget // 3)  # what the first suspect's two thirds (rounded up) leave
     count = min(len(scopes) - 1, rest // 2)
     scopes = scopes[: 1 + count]
-    shares = [budget - rest] + [rest // count + (1 if i < rest % count else 0) for i in range(count)] if count else [budget]
+    shares = (
+        [budget - rest] + [rest // count + (1 if i < rest % count else 0) for i in range(count)] if count else [budget]
+    )
     return [Stage(name, turns, why, where) for (name, why, where), turns in zip(scopes, shares)]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import project_root

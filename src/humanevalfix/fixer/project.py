@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from humanevalfix import pyast
 from humanevalfix.errors import UserError
 from humanevalfix.fixer.localize import TRACEBACK, Localizer, Stage, Suspect, plan, units_of
 from humanevalfix.fixer.userfile import UserFile, load_user_file
 from humanevalfix.fixer.usertests import RunReport, UserTests, project_root
-from humanevalfix import pyast
 
 RAN, HELPER = 2, 5
 
@@ -50,13 +50,15 @@ def shown(path: Path, root: Path) -> str:
 
 def as_seen_from(report: RunReport, path: Path, served: Path | None) -> RunReport:
     """The report with the frames in `path` as the file's own, those in other project files left out."""
+
     def keep(where: str) -> str | None:
         if where == "tests" or where == str(path):
             return "file" if where == str(path) else where
         return where if where == "file" and served == path else None
 
     failures = tuple(
-        replace(f, frames=tuple(replace(fr, where=w) for fr in f.frames if (w := keep(fr.where)) is not None)) for f in report.failures
+        replace(f, frames=tuple(replace(fr, where=w) for fr in f.frames if (w := keep(fr.where)) is not None))
+        for f in report.failures
     )
     return replace(report, failures=failures)
 
@@ -93,7 +95,11 @@ class ProjectLocalizer:
         paths += [r.path for r in report.ran]
         if self.served is not None:
             paths.insert(0, self.served.path)
-        return [p for p in dict.fromkeys(paths) if p.suffix == ".py" and p.is_relative_to(self.root) and self._file(p) is not None]
+        return [
+            p
+            for p in dict.fromkeys(paths)
+            if p.suffix == ".py" and p.is_relative_to(self.root) and self._file(p) is not None
+        ]
 
     def rank(self, report: RunReport) -> list[Suspect]:
         """The project's functions the failing tests point to or ran, the most likely first."""
@@ -121,7 +127,13 @@ class ProjectLocalizer:
             name = _unit(units.get(ran.path, {}), ran.function)
             caller = _unit(units.get(ran.caller_path, {}), ran.caller) if ran.caller_path and ran.caller else None
             pointed = suspects.get((ran.caller_path, caller)) if ran.caller_path and caller else None
-            if name is None or ran.caller_path == ran.path or pointed is None or pointed.score - RAN < TRACEBACK or (ran.path, name, 1) in counted:
+            if (
+                name is None
+                or ran.caller_path == ran.path
+                or pointed is None
+                or pointed.score - RAN < TRACEBACK
+                or (ran.path, name, 1) in counted
+            ):
                 continue
             counted.add((ran.path, name, 1))
             where = shown(ran.caller_path, self.root) if ran.caller_path else ""
@@ -139,7 +151,9 @@ def project_stages(localizer: ProjectLocalizer, report: RunReport, budget: int, 
         chosen = [s for s in suspects if s.name == function]
         if not chosen:
             ran = ", ".join(dict.fromkeys(s.name for s in suspects)) or "none"
-            raise UserError(f"--function {function}: no function of that name ran in the failing tests (those that did: {ran}); give FILE as well")
+            raise UserError(
+                f"--function {function}: no function of that name ran in the failing tests (those that did: {ran}); give FILE as well"
+            )
         return [Stage(function, budget, "--function", chosen[0].path)]
     if not suspects and localizer.served is None:
         raise UserError(

@@ -12,7 +12,7 @@ throw away what works. The whole file is shown either way: the function may need
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 from humanevalfix import pyast
 from humanevalfix.agent import CodeCheck, RepairRequest, Rewrite, Target

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from humanevalfix import pyast
 from humanevalfix.agent.codecheck import CodeCheck, check_candidate, fingerprint, params, top_level_function
@@ -66,7 +66,8 @@ def _public_methods(node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.Async
     return {
         n.name: n
         for n in node.body
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (not n.name.startswith("_") or n.name == "__init__")
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (not n.name.startswith("_") or n.name == "__init__")
     }
 
 
@@ -163,7 +164,9 @@ class Scope:
         except SyntaxError as exc:
             line = (exc.text or "").strip()
             where = f" at line {exc.lineno}" + (f": {line}" if line else "")
-            return CodeCheck(False, code, f"Your code does not parse: SyntaxError{where} ({exc.msg}). Send complete definitions.")
+            return CodeCheck(
+                False, code, f"Your code does not parse: SyntaxError{where} ({exc.msg}). Send complete definitions."
+            )
         if self.method:
             return self._check_method(code, tree)
         if self.function:
@@ -190,10 +193,18 @@ class Scope:
         try:
             now = _definitions(pyast.parse(spliced))
         except SyntaxError:  # a method whose lines could not be moved to the class's indentation
-            return CodeCheck(False, code, "Your change could not be applied. Send the complete definitions with consistent indentation.")
+            return CodeCheck(
+                False,
+                code,
+                "Your change could not be applied. Send the complete definitions with consistent indentation.",
+            )
         lost = sorted(n for n in old if not n.startswith("_") and n not in now)
         if lost:  # a definition sharing a line with another statement: not safe to splice
-            return CodeCheck(False, code, f"Your change could not be applied without losing `{', '.join(lost)}`. Send each definition on its own lines.")
+            return CodeCheck(
+                False,
+                code,
+                f"Your change could not be applied without losing `{', '.join(lost)}`. Send each definition on its own lines.",
+            )
         return CodeCheck(True, spliced, "", fingerprint(spliced))
 
     def _check_method(self, code: str, tree: ast.Module) -> CodeCheck:
@@ -212,28 +223,48 @@ class Scope:
         if isinstance(new_cls, ast.ClassDef):
             new_fn = _methods(new_cls).get(name)
             was = _methods(old_cls)
-            others = [f"{cls_name}.{m}" for m, fn in _methods(new_cls).items() if m != name and m in was and ast.dump(fn) != ast.dump(was[m])]
+            others = [
+                f"{cls_name}.{m}"
+                for m, fn in _methods(new_cls).items()
+                if m != name and m in was and ast.dump(fn) != ast.dump(was[m])
+            ]
         elif isinstance(new.get(name), (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in old:
             new_fn = new[name]  # type: ignore[assignment]
         only = f"Only `{self.function}` may change"
         others += [n for n, node in new.items() if n in old and n != cls_name and ast.dump(node) != ast.dump(old[n])]
         if others:
-            return CodeCheck(False, code, f"{only}, but your code also changes {', '.join(f'`{n}`' for n in others)}. Send only the fixed `{name}`.")
+            return CodeCheck(
+                False,
+                code,
+                f"{only}, but your code also changes {', '.join(f'`{n}`' for n in others)}. Send only the fixed `{name}`.",
+            )
         added = [n for n in new if n not in old and n != name]
         if added:
-            return CodeCheck(False, code, f"{only}, but your code adds {', '.join(f'`{n}`' for n in added)} at top level. Define helpers inside `{name}` instead.")
+            return CodeCheck(
+                False,
+                code,
+                f"{only}, but your code adds {', '.join(f'`{n}`' for n in added)} at top level. Define helpers inside `{name}` instead.",
+            )
         if new_fn is None:
             return CodeCheck(
-                False, code, f"Your code does not define the method `{name}` of `{cls_name}`. Send the fixed `def {_signature(name, old_fn)}:`, alone or inside `class {cls_name}`."
+                False,
+                code,
+                f"Your code does not define the method `{name}` of `{cls_name}`. Send the fixed `def {_signature(name, old_fn)}:`, alone or inside `class {cls_name}`.",
             )
         if params(new_fn) != params(old_fn):
             return CodeCheck(
-                False, code, f"`{self.function}` must keep its signature `{_signature(name, old_fn)}`; you wrote `{_signature(name, new_fn)}`. Keep the parameters unchanged."
+                False,
+                code,
+                f"`{self.function}` must keep its signature `{_signature(name, old_fn)}`; you wrote `{_signature(name, new_fn)}`. Keep the parameters unchanged.",
             )
         lines = self.original.splitlines(keepends=True)
         start, end = _span(old_fn)
         indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-        text = restyle(_reindent(_segment(code.splitlines(keepends=True), new_fn), indent, new_fn.col_offset), indent_unit(self.original), indent)
+        text = restyle(
+            _reindent(_segment(code.splitlines(keepends=True), new_fn), indent, new_fn.col_offset),
+            indent_unit(self.original),
+            indent,
+        )
         have = {ast.dump(n) for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
         imports = useful_imports(imports, [new_fn], original_tree)
@@ -285,7 +316,9 @@ class Scope:
             was, now = old[name], new[name]
             if _kind(was) != _kind(now):
                 return f"`{name}` is a {_kind(was)} of {self.filename}'s public interface and must stay a {_kind(was)}."
-            if isinstance(was, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(now, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(was, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(
+                now, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
                 if params(was) != params(now):
                     return (
                         f"`{name}` must keep its signature `{_signature(name, was)}`; you wrote `{_signature(name, now)}`. "
@@ -344,7 +377,11 @@ def splice(
             at = _span(existing[-1])[1]
         else:
             first = original_tree.body[0] if original_tree.body else None
-            docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+            docstring = (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            )
             at = _span(first)[1] if docstring and first is not None else 0
             text = ("\n" if at else "") + text + "\n"
         edits.append((at, at, text))

@@ -30,9 +30,9 @@ from humanevalfix.fixer.project import as_seen_from, shown
 from humanevalfix.fixer.request import request_for_fix
 from humanevalfix.fixer.scope import Scope
 from humanevalfix.fixer.toolmodel import WorkspaceModel
-from humanevalfix.fixer.workspace import Workspace
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
+from humanevalfix.fixer.workspace import Workspace
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy
 from humanevalfix.models.oracle import Answer
 from humanevalfix.models.presets import Preset
@@ -96,7 +96,9 @@ class TurnLog:
                 self.failures.append(report.result.message)
         elif attempt.outcome == "repeat":
             earlier = self.ran.get(fingerprint(attempt.code or ""))
-            self.console.print(f"  repeat of turn {earlier}: not run" if earlier else "  the original code, unchanged: not run")
+            self.console.print(
+                f"  repeat of turn {earlier}: not run" if earlier else "  the original code, unchanged: not run"
+            )
         elif attempt.outcome == "invalid":
             self.console.print(f"  refused: {escape(first)}")
             self.failures.append(attempt.feedback)
@@ -127,7 +129,9 @@ class ScopedExecutor:
 
     def tell(self, report: RunReport, code: str) -> str:
         failure = self.localizer.failure_for(report, self.function, code) if self.function else None
-        told = describe(failure, self.inner.tests, code, self.inner.user_file.path.name) if failure is not None else None
+        told = (
+            describe(failure, self.inner.tests, code, self.inner.user_file.path.name) if failure is not None else None
+        )
         if told is None:
             return report.result.message
         if len(report.failures) > 1 and self.inner.tests.kind == "pytest":
@@ -162,7 +166,9 @@ def _merged(results: list[AgentResult]) -> AgentResult:
     return out
 
 
-def _record(user_file: UserFile, result: AgentResult, scopes: list[str], fixed: bool, message: str, wall_s: float) -> TaskRecord:
+def _record(
+    user_file: UserFile, result: AgentResult, scopes: list[str], fixed: bool, message: str, wall_s: float
+) -> TaskRecord:
     """The eval's record of the session; each attempt also names the scope it was made in."""
     fields = agent_fields(result)
     fields["attempts"] = [dict(a, scope=scope) for a, scope in zip(fields["attempts"], scopes)]
@@ -172,7 +178,12 @@ def _record(user_file: UserFile, result: AgentResult, scopes: list[str], fixed: 
         bug_type="",
         failure_symptoms="",
         # The verdict scorer's entry, from the user's tests (fix has no full test to score against).
-        scores={"verdict": {"passed_first": bool(result.attempts) and result.attempts[0].outcome == "passed" and fixed, "passed": fixed}},
+        scores={
+            "verdict": {
+                "passed_first": bool(result.attempts) and result.attempts[0].outcome == "passed" and fixed,
+                "passed": fixed,
+            }
+        },
         score_message=message,
         wall_s=round(wall_s, 3),
         error=result.error,
@@ -180,7 +191,14 @@ def _record(user_file: UserFile, result: AgentResult, scopes: list[str], fixed: 
     )
 
 
-def _verdict(args: argparse.Namespace, result: AgentResult, source: str, executor: UserTestExecutor, console: Console, log: TurnLog) -> bool:
+def _verdict(
+    args: argparse.Namespace,
+    result: AgentResult,
+    source: str,
+    executor: UserTestExecutor,
+    console: Console,
+    log: TurnLog,
+) -> bool:
     """Whether the scope's final candidate passed the user's tests. In the loop it ran against them
     already unless --feedback showed it other tests (or none), or it had one turn: then it runs here."""
     final = result.final_code
@@ -197,7 +215,9 @@ def _verdict(args: argparse.Namespace, result: AgentResult, source: str, executo
     return verdict.passed
 
 
-def _request(user_file: UserFile, tests: UserTests, scope: Scope, feedback: str, baseline: RunReport, told: ScopedExecutor) -> RepairRequest:
+def _request(
+    user_file: UserFile, tests: UserTests, scope: Scope, feedback: str, baseline: RunReport, told: ScopedExecutor
+) -> RepairRequest:
     """The scope's request; with one function in scope, the original's failure told as the eval tells it."""
     shown = baseline.result
     if scope.function and baseline.result.status == "failed":
@@ -241,14 +261,20 @@ def find_fix(
     with open_endpoint(preset, answers, retry, gguf=args.gguf) as endpoint:
         used = endpoint.preset
         # With native tool calls the model may also read, list, grep and edit a scratch copy of the project.
-        tools = WorkspaceModel(endpoint.model, Workspace(where.root), lambda name, answer: console.print(f"  {name}: {escape(answer.partition(chr(10))[0][:200])}"))
+        tools = WorkspaceModel(
+            endpoint.model,
+            Workspace(where.root),
+            lambda name, answer: console.print(f"  {name}: {escape(answer.partition(chr(10))[0][:200])}"),
+        )
         model = ProgressModel(tools, console, used.model or used.name)
         mode = ToolMode(used.native_tools)  # one for the session: an endpoint found to need text keeps it
         for number, stage in enumerate(stages):
             user_file = where.files[stage.path] if stage.path else first
             if number:
                 turns = len(scopes)
-                console.print(f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} turn{'s' if turns != 1 else ''}")
+                console.print(
+                    f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} turn{'s' if turns != 1 else ''}"
+                )
             runner = executor if user_file.path == served else executor.for_file(user_file)
             tools.target = user_file.path
             log.executor = runner
@@ -256,10 +282,19 @@ def find_fix(
             scope = Scope(user_file.source, user_file.path.name, user_file.module, stage.function)
             told = ScopedExecutor(runner, Localizer(user_file, tests), stage.function)
             settings = agent_settings(
-                ModelSpec.of(used), ProtocolSpec("fix", True, args.feedback), AgentSpec(max_iters=stage.turns - 1, engine=getattr(args, "engine", DEFAULT_ENGINE))
+                ModelSpec.of(used),
+                ProtocolSpec("fix", True, args.feedback),
+                AgentSpec(max_iters=stage.turns - 1, engine=getattr(args, "engine", DEFAULT_ENGINE)),
             )
             log.offset = len(scopes)
-            result = repair(_request(user_file, tests, scope, args.feedback, seen, told), model, told, settings, mode, on_attempt=log)
+            result = repair(
+                _request(user_file, tests, scope, args.feedback, seen, told),
+                model,
+                told,
+                settings,
+                mode,
+                on_attempt=log,
+            )
             results.append(result)
             label = scope.label if user_file is first else f"{shown(user_file.path, where.root)}: {scope.label}"
             scopes += [label] * len(result.attempts)

@@ -95,7 +95,11 @@ def useful_imports(imports: list[ast.stmt], changed: list[ast.stmt], original_tr
         if kept:
             needed -= {(a.asname or a.name).partition(".")[0] for a in kept}
             what = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in kept)
-            out.append(f"import {what}\n" if isinstance(node, ast.Import) else f"from {'.' * node.level}{node.module or ''} import {what}\n")  # type: ignore[union-attr]
+            out.append(
+                f"import {what}\n"
+                if isinstance(node, ast.Import)
+                else f"from {'.' * node.level}{node.module or ''} import {what}\n"
+            )  # type: ignore[union-attr]
     return out
 
 
@@ -115,7 +119,9 @@ def indent_unit(source: str) -> str | None:
 
 def restyle(text: str, unit: str | None, base: str = "") -> str:
     """`text` (a definition already at `base` indentation) with its steps below `base` in `unit`."""
-    mine = indent_unit("".join(line[len(base) :] if line.startswith(base) else line for line in text.splitlines(keepends=True)))
+    mine = indent_unit(
+        "".join(line[len(base) :] if line.startswith(base) else line for line in text.splitlines(keepends=True))
+    )
     if unit is None or mine is None or mine == unit or "\t" in mine:
         return text
     out = []
@@ -144,7 +150,13 @@ def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctio
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out[node.name] = node
         elif isinstance(node, ast.ClassDef):
-            out.update({f"{node.name}.{m.name}": m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
+            out.update(
+                {
+                    f"{node.name}.{m.name}": m
+                    for m in node.body
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+            )
     return out
 
 
@@ -176,7 +188,13 @@ def keep_docstrings(original: str, new: str) -> str:
             continue
         indent = lines[first.lineno - 1][: first.col_offset]
         old_indent = old_lines[was.body[0].lineno - 1][: was.body[0].col_offset]
-        edits.append((first.lineno - 1, first.lineno - 1, [indent + t[len(old_indent) :] if t.startswith(old_indent) else t for t in text]))
+        edits.append(
+            (
+                first.lineno - 1,
+                first.lineno - 1,
+                [indent + t[len(old_indent) :] if t.startswith(old_indent) else t for t in text],
+            )
+        )
     for start, end, text in sorted(edits, reverse=True):
         lines[start:end] = text
     out = "".join(lines)
@@ -241,7 +259,10 @@ def _revert_hunks(original: str, new: str) -> str:
 
 def _cut_trailing_spaces(original: str, new: str) -> str:
     have = set(original.splitlines(keepends=True))
-    lines = [s if s in have else s.rstrip(" \t\n") + ("\n" if s.endswith("\n") else "") for s in new.splitlines(keepends=True)]
+    lines = [
+        s if s in have else s.rstrip(" \t\n") + ("\n" if s.endswith("\n") else "")
+        for s in new.splitlines(keepends=True)
+    ]
     out = "".join(lines)
     return out if _same_tree(out, _dump(new)) else new
 

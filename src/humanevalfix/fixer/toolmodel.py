@@ -12,10 +12,10 @@ scope checks and splices as any candidate (fixer.scope).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import count
 from pathlib import Path
-from typing import Callable
 
 from humanevalfix.fixer.workspace import NAMES, TOOLS, Workspace
 from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, ToolCall
@@ -36,7 +36,9 @@ def _code_of(call: ToolCall) -> str | None:
 class WorkspaceModel:
     """A ChatModel: the wrapped one, with the workspace's tools answered here."""
 
-    def __init__(self, inner: ChatModel, workspace: Workspace, on_call: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self, inner: ChatModel, workspace: Workspace, on_call: Callable[[str, str], None] | None = None
+    ) -> None:
         self.inner = inner
         self.workspace = workspace
         self.on_call = on_call or (lambda name, answer: None)
@@ -45,14 +47,20 @@ class WorkspaceModel:
 
     def _scratch_run(self) -> ToolCall | None:
         text = self.workspace.edited(self.target) if self.target is not None else None
-        return ToolCall(f"workspace_run_{next(self.ids)}", "run_code", json.dumps({"code": text})) if text is not None else None
+        return (
+            ToolCall(f"workspace_run_{next(self.ids)}", "run_code", json.dumps({"code": text}))
+            if text is not None
+            else None
+        )
 
     def _finish(self, reply: ChatReply, edited: bool) -> ChatReply:
         """The turn's reply for the agent: workspace calls out, `run_code` of the scratch copy in."""
         calls = [c for c in reply.tool_calls if c.name not in NAMES]
         run = self._scratch_run()
         if run is not None:
-            calls = [replace(run, id=c.id) if c.name == "run_code" and not (_code_of(c) or "").strip() else c for c in calls]
+            calls = [
+                replace(run, id=c.id) if c.name == "run_code" and not (_code_of(c) or "").strip() else c for c in calls
+            ]
             if edited and not calls:
                 calls = [run]
         return replace(reply, tool_calls=calls)
@@ -68,12 +76,19 @@ class WorkspaceModel:
             ours = [c for c in reply.tool_calls if c.name in NAMES]
             if not ours or len(ours) != len(reply.tool_calls):
                 for call in ours:  # beside a run_code call: an edit still counts before the run
-                    edited |= call.name == "edit" and self.workspace.call(call.name, call.arguments).startswith("edited")
+                    edited |= call.name == "edit" and self.workspace.call(call.name, call.arguments).startswith(
+                        "edited"
+                    )
                 return self._finish(reply, edited)
             messages.append(
-                {"role": "assistant", "content": reply.content or "", "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in ours
-                ]}
+                {
+                    "role": "assistant",
+                    "content": reply.content or "",
+                    "tool_calls": [
+                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                        for c in ours
+                    ],
+                }
             )
             for call in ours:
                 answer = self.workspace.call(call.name, call.arguments)[:ANSWER_CHARS]

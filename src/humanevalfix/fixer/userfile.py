@@ -89,4 +89,6 @@ def require_function(user_file: UserFile, name: str) -> None:
     names = user_file.functions()
     if name not in names and name not in user_file.methods():
         listed = ", ".join(names) if names else "none"
-        raise UserError(f"--function {name}: {user_file.display} has no top-level function `{name}` (its functions: {listed})")
+        raise UserError(
+            f"--function {name}: {user_file.display} has no top-level function `{name}` (its functions: {listed})"
+        )

@@ -12,9 +12,9 @@ import json
 import re
 import secrets
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from humanevalfix import pyast
 from humanevalfix.errors import UserError
@@ -72,7 +72,7 @@ def _looks_like_path(text: str) -> bool:
 def load_tests(value: str) -> UserTests:
     """--tests: a pytest file, a plain assert script, or inline test code."""
     if not value.strip():
-        raise UserError("--tests: empty; give a test file or test code such as \"assert f(1) == 2\"")
+        raise UserError('--tests: empty; give a test file or test code such as "assert f(1) == 2"')
     path = Path(value).expanduser()
     if _looks_like_path(value) or path.is_file():
         if not path.is_file():
@@ -101,7 +101,12 @@ def project_root(folder: Path) -> Path | None:
     """The git top-level of `folder`; None outside a work tree, without git, or at / (never shown whole)."""
     try:
         proc = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -164,7 +169,15 @@ def _ran(entries: object) -> tuple[Ran, ...]:
     for entry in entries if isinstance(entries, list) else []:
         try:
             path, function, line, caller_path, caller = entry
-            out.append(Ran(Path(str(path)), str(function), int(line), Path(str(caller_path)) if caller_path else None, str(caller) if caller else None))
+            out.append(
+                Ran(
+                    Path(str(path)),
+                    str(function),
+                    int(line),
+                    Path(str(caller_path)) if caller_path else None,
+                    str(caller) if caller else None,
+                )
+            )
         except (TypeError, ValueError):
             continue
     return tuple(out)
@@ -250,7 +263,7 @@ class UserTestExecutor:
     reports: list[RunReport] = field(default_factory=list)
     project: Path | None = None  # frames anywhere under it are reported, by path
 
-    def for_file(self, user_file: UserFile) -> "UserTestExecutor":
+    def for_file(self, user_file: UserFile) -> UserTestExecutor:
         """The same sandbox, serving candidates as `user_file` (its reports its own)."""
         return UserTestExecutor(self.inner, user_file, self.tests, self.on_report, [], self.project)
 
@@ -267,7 +280,11 @@ class UserTestExecutor:
         tests, user = self.tests, self.user_file
         kind = tests.kind if with_tests else "none"
         search_dir = str(tests.path.parent) if tests.kind == "script" and tests.path is not None else None
-        root = user.import_root if user is not None else (self.project or (tests.path.parent if tests.path else Path.cwd()))
+        root = (
+            user.import_root
+            if user is not None
+            else (self.project or (tests.path.parent if tests.path else Path.cwd()))
+        )
         spec = {
             "nonce": nonce,
             "module": user.module if user is not None else None,
@@ -275,7 +292,12 @@ class UserTestExecutor:
             "is_package": user is not None and user.is_package,
             "import_root": str(root),
             "source": code,
-            "tests": {"kind": kind, "path": str(tests.path) if tests.path else None, "source": tests.source, "search_dir": search_dir},
+            "tests": {
+                "kind": kind,
+                "path": str(tests.path) if tests.path else None,
+                "source": tests.source,
+                "search_dir": search_dir,
+            },
             "project": str(self.project) if self.project else None,
             "trace": str(self.project) if trace and self.project else None,
         }

@@ -38,20 +38,40 @@ class WorkspaceError(Exception):
 def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",
-        "function": {"name": name, "description": description, "parameters": {"type": "object", "properties": properties, "required": required}},
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
     }
 
 
 _PATH = {"type": "string", "description": "a path relative to the project's root"}
 TOOLS = [
-    _schema("read_file", "Read a file of the project, with line numbers.", {"path": _PATH, "start": {"type": "integer"}, "end": {"type": "integer"}}, ["path"]),
+    _schema(
+        "read_file",
+        "Read a file of the project, with line numbers.",
+        {"path": _PATH, "start": {"type": "integer"}, "end": {"type": "integer"}},
+        ["path"],
+    ),
     _schema("list_dir", "List a folder of the project.", {"path": _PATH}, []),
-    _schema("grep", "Find lines containing a text in the project's files.", {"text": {"type": "string"}, "path": _PATH}, ["text"]),
+    _schema(
+        "grep",
+        "Find lines containing a text in the project's files.",
+        {"text": {"type": "string"}, "path": _PATH},
+        ["text"],
+    ),
     _schema(
         "edit",
         "Replace one top-level function (`function`, or Class.method) or the lines start..end of a file in the scratch copy. "
         "Then call run_code with no code to test the scratch copy.",
-        {"path": _PATH, "function": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}, "text": {"type": "string"}},
+        {
+            "path": _PATH,
+            "function": {"type": "string"},
+            "start": {"type": "integer"},
+            "end": {"type": "integer"},
+            "text": {"type": "string"},
+        },
         ["path", "text"],
     ),
     _schema("git_diff", "The scratch copy's changes against the project, as a unified diff.", {}, []),
@@ -128,7 +148,7 @@ class Workspace:
                 continue
             out += [f"{self.shown(file)}:{n}: {line[:LINE_CHARS]}" for n, line in enumerate(lines, 1) if text in line]
             if len(out) >= GREP_MATCHES:
-                return "\n".join(out[:GREP_MATCHES]) + f"\n(more matches not shown; narrow `path`)"
+                return "\n".join(out[:GREP_MATCHES]) + "\n(more matches not shown; narrow `path`)"
         return "\n".join(out) if out else f"no line contains {text!r}"
 
     def _files(self, folder: Path) -> list[Path]:
@@ -143,7 +163,9 @@ class Workspace:
                     return found
         return found
 
-    def edit(self, path: str, text: str, function: str | None = None, start: int | None = None, end: int | None = None) -> str:
+    def edit(
+        self, path: str, text: str, function: str | None = None, start: int | None = None, end: int | None = None
+    ) -> str:
         target = self.resolve(path, "file")
         if target.suffix != ".py":
             raise WorkspaceError(f"{path}: only Python files of the project can be edited")
@@ -158,11 +180,18 @@ class Workspace:
             start, end = first, unit.node.end_lineno or unit.node.lineno
         if start is None or end is None or not 1 <= int(start) <= int(end) + 1 <= len(lines) + 1:
             raise WorkspaceError(f"give `function`, or `start` and `end` between 1 and {len(lines)}")
-        new = "".join(lines[: int(start) - 1]) + text.replace("\r\n", "\n").rstrip("\n") + "\n" + "".join(lines[int(end) :])
+        new = (
+            "".join(lines[: int(start) - 1])
+            + text.replace("\r\n", "\n").rstrip("\n")
+            + "\n"
+            + "".join(lines[int(end) :])
+        )
         try:
             ast.parse(new)
         except SyntaxError as exc:
-            raise WorkspaceError(f"not applied: {self.shown(target)} would not parse (line {exc.lineno}: {exc.msg})") from None
+            raise WorkspaceError(
+                f"not applied: {self.shown(target)} would not parse (line {exc.lineno}: {exc.msg})"
+            ) from None
         self.scratch[target] = new
         return f"edited {self.shown(target)} in the scratch copy; run_code with no code runs the tests on it"
 
@@ -190,7 +219,9 @@ class Workspace:
             if name == "grep":
                 return self.grep(args.get("text"), args.get("path") or ".")
             if name == "edit":
-                return self.edit(args.get("path"), args.get("text"), args.get("function"), args.get("start"), args.get("end"))
+                return self.edit(
+                    args.get("path"), args.get("text"), args.get("function"), args.get("start"), args.get("end")
+                )
             if name == "git_diff":
                 return self.git_diff()
             raise WorkspaceError(f"no tool `{name}`")

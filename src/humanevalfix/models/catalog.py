@@ -14,9 +14,10 @@ it, never sending a placeholder), the key line at a run's start, the SDK importe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from humanevalfix.registry import Registry
 
@@ -60,7 +61,9 @@ def provider(
     """Register the decorated opener as provider `name` (stack several for one opener)."""
 
     def register(opener: Opener) -> Opener:
-        PROVIDERS.register(name, ProviderSpec(name, opener, key_env, key_optional, base_url, sdk, selectable, priced, keyless_note))
+        PROVIDERS.register(
+            name, ProviderSpec(name, opener, key_env, key_optional, base_url, sdk, selectable, priced, keyless_note)
+        )
         return opener
 
     return register

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from humanevalfix.errors import ModelCallError
+from humanevalfix.models.catalog import PROVIDERS
+from humanevalfix.models.keys import KeyPool, Lease
 from humanevalfix.redaction import redact
 from humanevalfix.safetext import encodable, repaired
-from humanevalfix.models.keys import KeyPool, Lease
-from humanevalfix.models.catalog import PROVIDERS
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,14 @@ def is_transient(exc: BaseException) -> bool:
 
 
 # How a server says a prompt is longer than its context (OpenAI's code, vLLM, llama.cpp, TGI).
-_CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context length", "exceeds the context", "context window", "n_ctx")
+_CONTEXT_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "exceeds the context",
+    "context window",
+    "n_ctx",
+)
 DEAD_SERVER_COOL_DOWN_S = 30.0  # one of several servers refusing connections: the others serve meanwhile
 
 
@@ -182,13 +189,19 @@ class OpenAIChatModel:
                     import together
 
                     client = together.Together(
-                        api_key=lease.key, base_url=lease.base_url or self.base_url, max_retries=0, timeout=self.retry.timeout_s
+                        api_key=lease.key,
+                        base_url=lease.base_url or self.base_url,
+                        max_retries=0,
+                        timeout=self.retry.timeout_s,
                     )
                 else:
                     import openai
 
                     client = openai.OpenAI(
-                        api_key=lease.key, base_url=lease.base_url or self.base_url, max_retries=0, timeout=self.retry.timeout_s
+                        api_key=lease.key,
+                        base_url=lease.base_url or self.base_url,
+                        max_retries=0,
+                        timeout=self.retry.timeout_s,
                     )
                 self._clients[lease.index] = client
             return client
@@ -274,11 +287,18 @@ class OpenAIChatModel:
 
         def log_retry(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
-            log.info("%s: retrying after %s (attempt %d)", request.task_id, self.keys.redact(describe(exc)) if exc else "?", state.attempt_number)
+            log.info(
+                "%s: retrying after %s (attempt %d)",
+                request.task_id,
+                self.keys.redact(describe(exc)) if exc else "?",
+                state.attempt_number,
+            )
 
         retrying = Retrying(
             stop=stop_after_attempt(self.retry.attempts),
-            wait=wait_exponential_jitter(multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.initial_s),
+            wait=wait_exponential_jitter(
+                multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.initial_s
+            ),
             retry=retry_if_exception(is_transient),
             before_sleep=log_retry,
             reraise=True,
@@ -291,8 +311,14 @@ class OpenAIChatModel:
             kind = kind_of(exc)
             # A connection failure names the server: the usual cause is a wrong or dead --base-url.
             server = self.keys.server(served[-1], always=kind == "connection") if served else None
-            where = f" ({server or self.base_url or 'the provider default endpoint'})" if server or kind == "connection" else ""
-            raise ModelCallError(f"{self.keys.redact(describe(exc))}{where} after {len(served)} attempt(s)", kind=kind) from exc
+            where = (
+                f" ({server or self.base_url or 'the provider default endpoint'})"
+                if server or kind == "connection"
+                else ""
+            )
+            raise ModelCallError(
+                f"{self.keys.redact(describe(exc))}{where} after {len(served)} attempt(s)", kind=kind
+            ) from exc
         choice = response.choices[0]
         message = choice.message  # both there: _checked said so
         calls = [

@@ -20,9 +20,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.presets import Preset
@@ -135,23 +136,34 @@ def server_command(gguf: Path, model_id: str, port: int, options: ServerOptions)
         sys.executable,
         "-c",
         _LAUNCHER,
-        "--model", str(gguf),
-        "--model_alias", model_id,
-        "--host", options.host,
-        "--port", str(port),
-        "--n_ctx", str(options.n_ctx),
-        "--n_threads", str(options.threads),
-        "--n_threads_batch", str(options.batch_threads),
-        "--n_batch", str(options.n_batch),
+        "--model",
+        str(gguf),
+        "--model_alias",
+        model_id,
+        "--host",
+        options.host,
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(options.n_ctx),
+        "--n_threads",
+        str(options.threads),
+        "--n_threads_batch",
+        str(options.batch_threads),
+        "--n_batch",
+        str(options.n_batch),
         # A later request must not cut off one in flight (the default interrupts it).
-        "--interrupt_requests", "False",
+        "--interrupt_requests",
+        "False",
         *_draft_options(options.prompt_lookup),
         *options.extra,
     ]
 
 
 def _draft_options(tokens: int) -> list[str]:
-    return ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(tokens)] if tokens > 0 else []
+    return (
+        ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(tokens)] if tokens > 0 else []
+    )
 
 
 def log_tail(path: Path) -> str:
@@ -249,7 +261,9 @@ def check_exact(options: ServerOptions) -> None:
     if not options.exact:
         return
     if options.repack or options.prompt_lookup > EXACT_MAX_DRAFT:
-        raise ConfigError(f"exact prompt lookup needs the repacked buffers off and at most {EXACT_MAX_DRAFT} draft tokens")
+        raise ConfigError(
+            f"exact prompt lookup needs the repacked buffers off and at most {EXACT_MAX_DRAFT} draft tokens"
+        )
     import llama_cpp
 
     why = inexact_build(llama_cpp.llama_print_system_info().decode("utf-8", "replace"))
@@ -269,7 +283,9 @@ def check_installed() -> None:
 
 
 @contextlib.contextmanager
-def run_server(gguf: Path, model_id: str, options: ServerOptions = ServerOptions(), log_path: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+def run_server(
+    gguf: Path, model_id: str, options: ServerOptions = ServerOptions(), log_path: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     """The server process for `gguf`, ready; stopped (with its whole group) on the way out."""
     check_installed()
     check_exact(options)

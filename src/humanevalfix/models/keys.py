@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from humanevalfix import redaction
 from humanevalfix.errors import ModelCallError

@@ -8,8 +8,8 @@ gives its dataset's, `fix` the user's file as it is (oracle:buggy).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.client import ChatReply, ChatRequest, ToolCall

@@ -17,7 +17,11 @@ from humanevalfix.models.oracle import KINDS as ORACLE_KINDS
 
 PRESETS_FILE = Path(__file__).with_name("models.yaml")
 # Which preset a configured key selects when --model is not given; no key at all means local.
-AUTO_ORDER = ((OPENAI, "gpt-4o-mini"), (TOGETHER, "qwen-coder-32b-together"), (HF, "qwen-coder-32b-hf"))  # provider, preset
+AUTO_ORDER = (
+    (OPENAI, "gpt-4o-mini"),
+    (TOGETHER, "qwen-coder-32b-together"),
+    (HF, "qwen-coder-32b-hf"),
+)  # provider, preset
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,18 @@ class Preset:
         }
 
 
-FIELDS = ("provider", "model", "base_url", "key_env", "temperatures", "max_tokens", "native_tools", "price_per_1m", "gguf", "seed")
+FIELDS = (
+    "provider",
+    "model",
+    "base_url",
+    "key_env",
+    "temperatures",
+    "max_tokens",
+    "native_tools",
+    "price_per_1m",
+    "gguf",
+    "seed",
+)
 MAX_SEED = 2**31 - 1  # what every server takes (llama.cpp's is 32-bit, OpenAI's a 64-bit int)
 
 
@@ -132,7 +147,9 @@ class _NoAliases(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not supported in a models file; write each preset out", mark)
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not supported in a models file; write each preset out", mark
+            )
         return super().compose_node(parent, index)
 
 
@@ -140,7 +157,9 @@ def _read_models_file(path: Path) -> str:
     with path.open("rb") as fh:
         raw = fh.read(MAX_MODELS_FILE_BYTES + 1)
     if len(raw) > MAX_MODELS_FILE_BYTES:
-        raise ConfigError(f"--models-file {path}: larger than {MAX_MODELS_FILE_BYTES >> 20} MiB; a models file holds a few presets")
+        raise ConfigError(
+            f"--models-file {path}: larger than {MAX_MODELS_FILE_BYTES >> 20} MiB; a models file holds a few presets"
+        )
     return raw.decode("utf-8")
 
 
@@ -209,14 +228,22 @@ def resolve(
     elif model in presets:
         chosen = presets[model]
     elif model is None and base_url is None and provider is None:
-        name = next((preset for prov, preset in AUTO_ORDER if env.get(PROVIDERS[prov].key_env or "", "").strip()), LOCAL)
+        name = next(
+            (preset for prov, preset in AUTO_ORDER if env.get(PROVIDERS[prov].key_env or "", "").strip()), LOCAL
+        )
         chosen = presets[name]
     else:
         prov = provider or (COMPATIBLE if base_url else OPENAI)
         if prov not in PROVIDERS:
             raise ConfigError(f"--provider: must be one of {', '.join(PROVIDERS)}, got {prov!r}")
         spec = PROVIDERS[prov]
-        chosen = Preset(name=model or "(served model)", provider=prov, model=model or "", base_url=base_url or spec.base_url, key_env=spec.key_env)
+        chosen = Preset(
+            name=model or "(served model)",
+            provider=prov,
+            model=model or "",
+            base_url=base_url or spec.base_url,
+            key_env=spec.key_env,
+        )
     changes: dict[str, Any] = {}
     if provider and chosen.provider != ORACLE:
         changes["provider"] = provider

@@ -11,9 +11,10 @@ import contextlib
 import importlib
 import os
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.catalog import COMPATIBLE, HF, LOCAL, OPENAI, ORACLE, PROVIDERS, TOGETHER, provider
@@ -111,8 +112,6 @@ def _open_api(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
     yield Endpoint(model, preset, len(pool), pool)
 
 
-
-
 @provider(LOCAL, priced=False, keyless_note="the embedded model runs")
 @contextlib.contextmanager
 def _open_embedded(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
@@ -123,7 +122,9 @@ def _open_embedded(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
         # client timeout would only queue the same request again behind the abandoned one.
         retry = replace(context.retry, timeout_s=max(context.retry.timeout_s, LOCAL_TIMEOUT_S))
         pool = KeyPool([PLACEHOLDER_KEY], secret=False)
-        model = OpenAIChatModel(provider=COMPATIBLE, model=served.model, base_url=served.base_url, keys=pool, retry=retry)
+        model = OpenAIChatModel(
+            provider=COMPATIBLE, model=served.model, base_url=served.base_url, keys=pool, retry=retry
+        )
         yield Endpoint(model, served.preset, 1)
 
 
@@ -142,7 +143,9 @@ def _with_served_model(preset: Preset, pool: KeyPool) -> Preset:
         listed = openai.OpenAI(api_key=lease.key, base_url=lease.base_url, max_retries=1, timeout=15).models.list()
         first = next(iter(listed.data), None)
     except Exception as exc:
-        raise ConfigError(f"--base-url {lease.base_url}: could not list models ({type(exc).__name__}); pass --model") from None
+        raise ConfigError(
+            f"--base-url {lease.base_url}: could not list models ({type(exc).__name__}); pass --model"
+        ) from None
     if first is None:
         raise ConfigError(f"--base-url {lease.base_url}: the server lists no model; pass --model")
     return replace(preset, model=first.id, name=first.id)

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.presets import Preset
 from humanevalfix.models.catalog import LOCAL
+from humanevalfix.models.presets import Preset
 
 PROBE_TIMEOUT_S = 120.0  # one short reply; a CPU server under load takes a while
 LIST_TIMEOUT_S = 15.0
@@ -68,7 +68,9 @@ def listed_models(base_url: str, key: str) -> list[str]:
     try:
         listing = _request(f"{base_url.rstrip('/')}/models", key, None, LIST_TIMEOUT_S)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"--base-url {base_url}: could not list its models ({type(exc).__name__}: {str(exc)[:120]}); pass --model") from None
+        raise ConfigError(
+            f"--base-url {base_url}: could not list its models ({type(exc).__name__}: {str(exc)[:120]}); pass --model"
+        ) from None
     ids = [m.get("id") for m in (listing.get("data") or []) if isinstance(m, dict)] if isinstance(listing, dict) else []
     return [i for i in ids if isinstance(i, str) and i]
 
@@ -78,7 +80,12 @@ def probe_tools(base_url: str, key: str, model: str) -> str | None:
     else why not, in words (the reason the run then gives for the text protocol)."""
     body = {
         "model": model,
-        "messages": [{"role": "user", "content": f"Call the run_code tool with this code as its `code` argument:\n\n{PROBE_CODE}"}],
+        "messages": [
+            {
+                "role": "user",
+                "content": f"Call the run_code tool with this code as its `code` argument:\n\n{PROBE_CODE}",
+            }
+        ],
         "tools": [PROBE_TOOL],
         "temperature": 0.0,
         "max_tokens": 128,
@@ -100,7 +107,11 @@ def probe_tools(base_url: str, key: str, model: str) -> str | None:
         arguments = json.loads(function.get("arguments") or "")
     except (TypeError, ValueError):
         return "its native tool call had arguments that are not valid JSON"
-    if function.get("name") != "run_code" or not isinstance(arguments, dict) or not isinstance(arguments.get("code"), str):
+    if (
+        function.get("name") != "run_code"
+        or not isinstance(arguments, dict)
+        or not isinstance(arguments.get("code"), str)
+    ):
         return "its native tool call did not name run_code with a `code` string"
     return None
 
@@ -109,7 +120,9 @@ def local_preset_for(model: str, presets: dict[str, Preset]) -> Preset | None:
     return next((p for p in presets.values() if p.provider == LOCAL and p.model == model), None)
 
 
-def choose(preset: Preset, presets: dict[str, Preset], explicit: frozenset[str], key: str | None = None) -> ServedChoice:
+def choose(
+    preset: Preset, presets: dict[str, Preset], explicit: frozenset[str], key: str | None = None
+) -> ServedChoice:
     """The preset for the server at `preset.base_url` (its first URL): the served model, and the
     sampling and tool protocol that make it comparable. `explicit` names the fields given as
     options. A model given by --model that no local preset names stays as it was."""
@@ -141,7 +154,9 @@ def with_probed_tools(choice: ServedChoice, key: str | None = None) -> ServedCho
     """The probe, once, for a choice that needs it: native tool calls, or the text protocol and why."""
     why_not = probe_tools(first_url(choice.preset), key or PLACEHOLDER_KEY, choice.preset.model)
     tools_reason = f"{why_not}: the text protocol" if why_not else None
-    return replace(choice, preset=replace(choice.preset, native_tools=why_not is None), tools_reason=tools_reason, probe=False)
+    return replace(
+        choice, preset=replace(choice.preset, native_tools=why_not is None), tools_reason=tools_reason, probe=False
+    )
 
 
 def first_key(preset: Preset, environ: dict[str, str] | None = None) -> str | None:

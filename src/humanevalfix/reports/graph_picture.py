@@ -11,8 +11,8 @@ the boxes. The input is plain data (names and edges), so this module knows nothi
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 START, END = "__start__", "__end__"
 NODE_COLOR, TERMINAL_COLOR, EDGE_COLOR, LABEL_COLOR = "#f2f0ff", "#bfb6fc", "#555555", "#3f007d"
@@ -31,7 +31,9 @@ class DrawnEdge:
 
 def layout(nodes: Sequence[str]) -> dict[str, tuple[float, float]]:
     """Each node's centre: one column, in the graph's own order (the start first, the end last)."""
-    order = [n for n in nodes if n == START] + [n for n in nodes if n not in (START, END)] + [n for n in nodes if n == END]
+    order = (
+        [n for n in nodes if n == START] + [n for n in nodes if n not in (START, END)] + [n for n in nodes if n == END]
+    )
     return {n: (0.0, -i * ROW) for i, n in enumerate(order)}
 
 
@@ -56,17 +58,39 @@ def draw_png(nodes: Sequence[str], edges: Sequence[DrawnEdge], title: str = "") 
         terminal = name in (START, END)
         ax.add_patch(
             FancyBboxPatch(
-                (x - BOX_W / 2, y - BOX_H / 2), BOX_W, BOX_H,
+                (x - BOX_W / 2, y - BOX_H / 2),
+                BOX_W,
+                BOX_H,
                 boxstyle="round,pad=0.02,rounding_size=0.2" if terminal else "round,pad=0.02,rounding_size=0.06",
-                facecolor=TERMINAL_COLOR if terminal else NODE_COLOR, edgecolor="#3f3f3f", linewidth=1.2, zorder=2,
+                facecolor=TERMINAL_COLOR if terminal else NODE_COLOR,
+                edgecolor="#3f3f3f",
+                linewidth=1.2,
+                zorder=2,
             )
         )
-        ax.text(x, y, name.strip("_") if terminal else name, ha="center", va="center", fontsize=12,
-                fontweight="bold", family="DejaVu Sans", zorder=3)
+        ax.text(
+            x,
+            y,
+            name.strip("_") if terminal else name,
+            ha="center",
+            va="center",
+            fontsize=12,
+            fontweight="bold",
+            family="DejaVu Sans",
+            zorder=3,
+        )
     for e in edges:
         (xa, ya), (xb, yb) = pos[e.source], pos[e.target]
-        style = dict(arrowstyle="-|>", mutation_scale=14, color=EDGE_COLOR, linewidth=1.1,
-                     linestyle="--" if e.conditional else "-", shrinkA=0, shrinkB=0, zorder=1)
+        style = dict(
+            arrowstyle="-|>",
+            mutation_scale=14,
+            color=EDGE_COLOR,
+            linewidth=1.1,
+            linestyle="--" if e.conditional else "-",
+            shrinkA=0,
+            shrinkB=0,
+            zorder=1,
+        )
         if e.source == e.target:  # a small loop on the left
             start, end, rad = (xa - BOX_W / 2, ya + 0.15), (xa - BOX_W / 2, ya - 0.15), 1.6
             label_at = (xa - BOX_W / 2 - 0.55, ya + 0.2)
@@ -80,8 +104,17 @@ def draw_png(nodes: Sequence[str], edges: Sequence[DrawnEdge], title: str = "") 
             label_at = (xa + side + (1 if side > 0 else -1) * RAD / 2 * abs(ya - yb), (ya + yb) / 2)
         ax.add_patch(FancyArrowPatch(start, end, connectionstyle=f"arc3,rad={rad}", **style))
         if e.label:
-            ax.text(*label_at, e.label, ha="left" if rad == 0 else "center", va="center", fontsize=9, color=LABEL_COLOR,
-                    zorder=4, family="DejaVu Sans", bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.9))
+            ax.text(
+                *label_at,
+                e.label,
+                ha="left" if rad == 0 else "center",
+                va="center",
+                fontsize=9,
+                color=LABEL_COLOR,
+                zorder=4,
+                family="DejaVu Sans",
+                bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.9),
+            )
     buf = io.BytesIO()
     FigureCanvasAgg(fig).print_png(buf, metadata={"Software": None})  # no version stamp in the bytes
     return buf.getvalue()

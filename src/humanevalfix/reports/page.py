@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import difflib
 import html
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from humanevalfix.evaluation.scores import SCORERS
 from humanevalfix.reports.comparison import Comparison, significance_note
@@ -54,6 +55,7 @@ def diff_html(buggy: str | None, final: str | None) -> str:
         return '<span class="muted">no candidate code</span>'
     if not buggy:
         return f'<span class="muted">buggy code unavailable; final code:</span><pre class="diff">{_esc(final)}</pre>'
+
     # Blank lines and trailing spaces are left out: candidates are often reformatted, and that noise
     # would hide the one changed operator a reader is looking for.
     def significant(code: str) -> list[str]:
@@ -64,10 +66,18 @@ def diff_html(buggy: str | None, final: str | None) -> str:
         return '<span class="muted">same as the buggy code (blank lines ignored)</span>'
     out = []
     for line in lines[2:]:  # the ---/+++ header says nothing here
-        cls = "add" if line.startswith("+") else "del" if line.startswith("-") else "hunk" if line.startswith("@@") else ""
+        cls = (
+            "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else "hunk"
+            if line.startswith("@@")
+            else ""
+        )
         out.append(f'<span class="{cls}">{_esc(line)}</span>' if cls else _esc(line) + "\n")
     changed = sum(1 for line in lines[2:] if line[:1] in "+-")
-    return f"<details open><summary>{changed} changed line(s), blank lines ignored</summary><pre class=\"diff\">{''.join(out)}</pre></details>"
+    return f'<details open><summary>{changed} changed line(s), blank lines ignored</summary><pre class="diff">{"".join(out)}</pre></details>'
 
 
 def score_cells(r: Any) -> str:
@@ -81,12 +91,14 @@ def score_heads() -> str:
 
 
 def _kv_table(rows: Iterable[tuple[str, str]]) -> str:
-    return '<table class="kv">' + "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in rows) + "</table>"
+    return (
+        '<table class="kv">' + "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in rows) + "</table>"
+    )
 
 
 def _page(title: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>{body}</body></html>\n"
     )
 
@@ -119,7 +131,8 @@ def run_html(run: Run, png: bytes) -> str:
             "</tr>"
         )
     head = (
-        "<tr><th>#</th><th>task</th>" + ("<th>sample</th>" if multi else "")
+        "<tr><th>#</th><th>task</th>"
+        + ("<th>sample</th>" if multi else "")
         + "<th>status</th><th>first try</th><th>iterations</th><th>stop</th><th>tokens</th><th>cost</th>"
         "<th>bug type</th><th>last error</th>" + score_heads() + "<th>final code vs buggy</th></tr>"
     )
@@ -160,10 +173,16 @@ def compare_html(cmp: Comparison, png: bytes) -> str:
         + row("pass rate, first attempt", f"{100 * cmp.first_a:.1f}%", f"{100 * cmp.first_b:.1f}%")
         + row("pass rate, after repair", f"{100 * cmp.final_a:.1f}%", f"{100 * cmp.final_b:.1f}%")
         # Each registered scorer's row, as in the terminal's comparison table (pass@1+, after repair).
-        + "".join(row(label, *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in shares)) for label, *shares in cmp.scores)
+        + "".join(
+            row(label, *(f"{100 * v:.1f}%" if v is not None else "not checked" for v in shares))
+            for label, *shares in cmp.scores
+        )
         + row("mean iterations (common tasks)", mean_iters(cmp.a), mean_iters(cmp.b))
-        + row("tokens in / out (whole run)", f"{int(cmp.a.summary.get('tokens_in', 0)):,} / {int(cmp.a.summary.get('tokens_out', 0)):,}",
-              f"{int(cmp.b.summary.get('tokens_in', 0)):,} / {int(cmp.b.summary.get('tokens_out', 0)):,}")
+        + row(
+            "tokens in / out (whole run)",
+            f"{int(cmp.a.summary.get('tokens_in', 0)):,} / {int(cmp.a.summary.get('tokens_out', 0)):,}",
+            f"{int(cmp.b.summary.get('tokens_in', 0)):,} / {int(cmp.b.summary.get('tokens_out', 0)):,}",
+        )
         + row("estimated cost (whole run)", cmp.a.cost, cmp.b.cost)
         + "</table>"
     )

@@ -95,7 +95,9 @@ def _summary_panel(ax: Any, run: Run) -> None:
     ax.set_title("Summary")
     # Wrapped and kept out of the layout: a long line (the sandbox's isolation) must not squeeze the plots.
     wrapped = [part for line in summary_lines(run) for part in textwrap.wrap(line, 54, subsequent_indent="    ")]
-    text = ax.text(0.0, 1.0, "\n".join(wrapped), va="top", ha="left", family="monospace", fontsize=10, transform=ax.transAxes)
+    text = ax.text(
+        0.0, 1.0, "\n".join(wrapped), va="top", ha="left", family="monospace", fontsize=10, transform=ax.transAxes
+    )
     text.set_in_layout(False)
 
 
@@ -130,7 +132,14 @@ def _tokens_panel(ax: Any, run: Run) -> None:
     if not any(tokens):
         ax.set_axis_off()
         ax.set_title("Tokens per task")
-        ax.text(0.5, 0.5, "no tokens recorded\n(an oracle run, or the server reported no usage)", ha="center", va="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no tokens recorded\n(an oracle run, or the server reported no usage)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         return
     ax.hist(
         [[t for t, r in zip(tokens, records) if r.passed], [t for t, r in zip(tokens, records) if not r.passed]],
@@ -144,7 +153,11 @@ def _tokens_panel(ax: Any, run: Run) -> None:
     ax.set_ylabel("task runs")
     price_in, price_out = run.price
     costs = [record_cost(r, price_in, price_out) for r in records]
-    extra = f"; mean cost {money(float(np.mean([c for c in costs if c is not None])))}/task" if costs and costs[0] is not None else ""
+    extra = (
+        f"; mean cost {money(float(np.mean([c for c in costs if c is not None])))}/task"
+        if costs and costs[0] is not None
+        else ""
+    )
     ax.set_title(f"Tokens per task (mean {np.mean(tokens):,.0f}{extra})")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)

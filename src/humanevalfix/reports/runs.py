@@ -8,9 +8,10 @@ summary lines the PNG and the HTML page both show.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from humanevalfix.agent.policies import describe_policy
 from humanevalfix.agent.protocols import describe
@@ -199,7 +200,10 @@ def summary_lines(run: Run) -> list[str]:
         f"infrastructure errors: {s.get('errors', 0)}",
         f"mean iterations: {float(s.get('mean_iterations', 0)):.2f}",
         # From the records, so that runs from before the summary counted them show it too.
-        "turns: " + turns_text(turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)),
+        "turns: "
+        + turns_text(
+            turn_outcomes(run.records), sum(len(a.get("redrawn") or ()) for r in run.records for a in r.attempts)
+        ),
     ]
     by_strategy = passes_by_strategy(run.records)
     if by_strategy:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -57,7 +57,6 @@ def summary_table(summary: Summary, spec: RunSpec, records: Sequence[TaskRecord]
     return table
 
 
-
 ERRORS_SHOWN = 10
 
 
@@ -82,7 +81,11 @@ def print_summary(console: Console, summary: Summary, spec: RunSpec, records: Se
         )
     for drop in summary.dropped_keys:
         where = f" at {drop['server']}" if drop.get("server") else ""
-        console.print(f"[yellow]dropped:[/] API key #{drop['index']} ({safe(drop['key'])}){safe(where)}: {safe(drop['reason'])}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]dropped:[/] API key #{drop['index']} ({safe(drop['key'])}){safe(where)}: {safe(drop['reason'])}",
+            highlight=False,
+            soft_wrap=True,
+        )
     lines = error_lines(records)
     if lines:
         console.print(f"[red]Infrastructure errors[/] ({summary.errors}; these tasks run again on --resume):")

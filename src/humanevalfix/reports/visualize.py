@@ -37,7 +37,9 @@ def write_reports(results_path: Path, out: Path | None = None) -> list[Path]:
     png = run_figure(run)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     png_path.write_bytes(png)
-    html_path.write_text(redact(run_html(run, png)), encoding="utf-8", errors="backslashreplace")  # a lone surrogate in a candidate
+    html_path.write_text(
+        redact(run_html(run, png)), encoding="utf-8", errors="backslashreplace"
+    )  # a lone surrogate in a candidate
     return [png_path, html_path]
 
 

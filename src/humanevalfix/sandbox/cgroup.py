@@ -84,7 +84,9 @@ class Cgroups:
     @property
     def description(self) -> str:
         version = "/".join(sorted({f"v{h.version}" for h in self.hierarchies}))
-        memory = f", memory {self.memory_max / (1 << 30):g} GiB" if "memory" in self.controllers and self.memory_max else ""
+        memory = (
+            f", memory {self.memory_max / (1 << 30):g} GiB" if "memory" in self.controllers and self.memory_max else ""
+        )
         return f"cgroup {version}: pids.max {self.pids_max}{memory} per executor"
 
     def create(self) -> Group:
@@ -184,7 +186,11 @@ def cgroup_mounts(mountinfo: str) -> list[CgroupMount]:
             continue
         options = frozenset(tail[2].split(","))
         version = 2 if tail[0] == "cgroup2" else 1
-        found.append(CgroupMount(Path(fields[4].replace("\\040", " ")), fields[3], version, options if version == 1 else frozenset()))
+        found.append(
+            CgroupMount(
+                Path(fields[4].replace("\\040", " ")), fields[3], version, options if version == 1 else frozenset()
+            )
+        )
     return found
 
 
@@ -202,7 +208,7 @@ def own_cgroups(proc_cgroup: str) -> dict[str, str]:
 def dir_below(mount: CgroupMount, path: str) -> Path:
     """Our cgroup's directory under the mount (the mount may show only part of the hierarchy)."""
     inside = mount.root != "/" and (path == mount.root or path.startswith(mount.root + "/"))
-    rel = path[len(mount.root):] if inside else path
+    rel = path[len(mount.root) :] if inside else path
     return mount.point / rel.lstrip("/")
 
 
@@ -286,7 +292,9 @@ def process_limit(cgroups: Cgroups | None, why_not: str) -> str:
     if cgroups is not None:
         return f"process limit: {cgroups.description}"
     if os.geteuid() == 0:
-        return f"no process-count limit as root (no writable cgroup: {why_not}): forks are bounded only by the time limit"
+        return (
+            f"no process-count limit as root (no writable cgroup: {why_not}): forks are bounded only by the time limit"
+        )
     return f"process limit: RLIMIT_NPROC only (no writable cgroup: {why_not})"
 
 

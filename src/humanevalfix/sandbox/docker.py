@@ -35,9 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
@@ -106,16 +106,46 @@ def container_argv(settings: DockerSettings, jail: Jail, name: str, folder: str)
     uid, gid = sandbox_ids()
     size = jail.work_bytes
     argv = [
-        "docker", "run", "--rm", "--name", name,
-        "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={owner_label()}",
-        "--network", "none", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-        "--user", f"{uid}:{gid}", "--hostname", "sandbox", "--ipc", "private",
-        "--pids-limit", str(settings.pids), "--cpus", f"{settings.cpus:g}",
-        "--memory", str(settings.memory), "--memory-swap", str(settings.memory),
-        "--tmpfs", f"{JAIL_WORK}:rw,nosuid,nodev,noexec,size={size},uid={uid},gid={gid},mode=0700",
-        "--tmpfs", f"/tmp:rw,nosuid,nodev,noexec,size={size},mode=1777",
-        "--shm-size", str(size), "--workdir", JAIL_WORK,
-        "--mount", mount(folder, JAIL_SOCK, readonly=False),
+        "docker",
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "--label",
+        f"{LABEL}=1",
+        "--label",
+        f"{OWNER_LABEL}={owner_label()}",
+        "--network",
+        "none",
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--user",
+        f"{uid}:{gid}",
+        "--hostname",
+        "sandbox",
+        "--ipc",
+        "private",
+        "--pids-limit",
+        str(settings.pids),
+        "--cpus",
+        f"{settings.cpus:g}",
+        "--memory",
+        str(settings.memory),
+        "--memory-swap",
+        str(settings.memory),
+        "--tmpfs",
+        f"{JAIL_WORK}:rw,nosuid,nodev,noexec,size={size},uid={uid},gid={gid},mode=0700",
+        "--tmpfs",
+        f"/tmp:rw,nosuid,nodev,noexec,size={size},mode=1777",
+        "--shm-size",
+        str(size),
+        "--workdir",
+        JAIL_WORK,
+        "--mount",
+        mount(folder, JAIL_SOCK, readonly=False),
     ]
     argv += [arg for f in RUNNER_FILES for arg in ("--mount", mount(str(CHILD_DIR / f), f"{JAIL_SRC}/{f}"))]
     argv += [arg for p in jail.ro_binds for arg in ("--mount", mount(str(p), str(p)))]
@@ -126,11 +156,15 @@ def container_argv(settings: DockerSettings, jail: Jail, name: str, folder: str)
 def docker(args: list[str], timeout: float = DOCKER_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """One docker CLI call; a CLI that cannot run, or a call that hangs, is a ConfigError."""
     try:
-        return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            ["docker", *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise ConfigError(NO_CLI) from None
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"--sandbox docker: `docker {args[0]}` did not answer in {timeout:g} s (is dockerd stuck? see its log)") from None
+        raise ConfigError(
+            f"--sandbox docker: `docker {args[0]}` did not answer in {timeout:g} s (is dockerd stuck? see its log)"
+        ) from None
 
 
 NO_CLI = "--sandbox docker: the docker CLI is not installed (apt-get install docker.io, then start the daemon: systemctl start docker, or dockerd &)"
@@ -167,7 +201,9 @@ def ensure_image(settings: DockerSettings, notify: Callable[[str], None]) -> Non
             f"--docker-image {settings.image}: no such image here (docker pull {settings.image}; or leave "
             f"--docker-image out to use {default_tag()}, built by `humanevalfix sandbox build-image`)"
         )
-    notify(f"docker: building the sandbox image {settings.tag} from this Python (once; `humanevalfix sandbox build-image` does it ahead)")
+    notify(
+        f"docker: building the sandbox image {settings.tag} from this Python (once; `humanevalfix sandbox build-image` does it ahead)"
+    )
     try:
         build_image(settings.tag)
     except (RuntimeError, OSError) as exc:
@@ -185,13 +221,19 @@ def probe_image(settings: DockerSettings, jail: Jail) -> None:
     if proc.returncode != 0 or proc.stdout.strip() != "ok":
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         why = lines[-1] if lines else f"exit status {proc.returncode}"
-        raise ConfigError(f"--sandbox docker: the image {settings.tag} cannot run the sandbox ({why}); it needs python3 >= 3.10 with numpy on PATH")
+        raise ConfigError(
+            f"--sandbox docker: the image {settings.tag} cannot run the sandbox ({why}); it needs python3 >= 3.10 with numpy on PATH"
+        )
 
 
 def remove_leftovers() -> list[str]:
     """Remove the containers of runs that were killed before they could (their owner is gone)."""
     proc = docker(["ps", "-a", "--filter", f"label={LABEL}", "--format", '{{.ID}}\t{{.Label "' + OWNER_LABEL + '"}}'])
-    stale = [line.split("\t")[0] for line in proc.stdout.splitlines() if line.strip() and not owner_alive(line.partition("\t")[2])]
+    stale = [
+        line.split("\t")[0]
+        for line in proc.stdout.splitlines()
+        if line.strip() and not owner_alive(line.partition("\t")[2])
+    ]
     if stale:
         docker(["rm", "-f", *stale])
     return stale
@@ -271,7 +313,9 @@ class DockerExecutor(ForkServerExecutor):
         marker = "; read-only at the same path" if jail.ro_binds else ") + rlimits"
         uid, _gid = sandbox_ids()
         isolation = describe(jail, self.mode, warm=self.warm)
-        self.isolation = isolation.replace(marker, limits_text + marker, 1).replace(f"uid {SANDBOX_UID}", f"uid {uid}", 1)
+        self.isolation = isolation.replace(marker, limits_text + marker, 1).replace(
+            f"uid {SANDBOX_UID}", f"uid {uid}", 1
+        )
 
     def _spawn(self) -> Server | str:
         folder = socket_folder()
@@ -288,9 +332,22 @@ class DockerExecutor(ForkServerExecutor):
                     os.chown(p, uid, gid)
             os.chmod(folder, 0o700)
             argv = container_argv(self.settings, self.jail, name, folder)
-            argv += [self.jail.python, "-I", "-B", self.jail.runner, "--serve-at", f"{JAIL_SOCK}/{SOCKET_NAME}", JAIL_WORK, "--mode", self.mode, "--private"]
+            argv += [
+                self.jail.python,
+                "-I",
+                "-B",
+                self.jail.runner,
+                "--serve-at",
+                f"{JAIL_SOCK}/{SOCKET_NAME}",
+                JAIL_WORK,
+                "--mode",
+                self.mode,
+                "--private",
+            ]
             # Its own session: Ctrl-C in the terminal reaches the harness, which then closes this.
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+            )
         except OSError as exc:
             listener.close()
             stderr.close()
@@ -312,7 +369,10 @@ def notify_stderr(line: str) -> None:
 
 
 def docker_factory(
-    limits: Limits, settings: DockerSettings, ro_binds: tuple[Path, ...] = (), notify: Callable[[str], None] = notify_stderr
+    limits: Limits,
+    settings: DockerSettings,
+    ro_binds: tuple[Path, ...] = (),
+    notify: Callable[[str], None] = notify_stderr,
 ) -> Callable[[], Executor]:
     """Docker executors; the daemon, the image and the flags checked once, leftovers removed."""
     check_daemon()

@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from humanevalfix.sandbox.cgroup import Cgroups, Group, detect, process_limit
-from humanevalfix.sandbox.jail import Jail
 from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.child.procs import kill_descendants
+from humanevalfix.sandbox.jail import Jail
 
 OUTPUT_CAP = 4096
 RESULT_CAP = 4 << 20  # the judge's report: its facts (judge.FACTS_BYTES) and the verdict
@@ -248,7 +248,9 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(path, onerror=fix)
 
 
-def exec_result(sink: OutputSink, nonce: str, exit_code: int | None, duration: float, timed_out: bool, timeout_s: float) -> ExecResult:
+def exec_result(
+    sink: OutputSink, nonce: str, exit_code: int | None, duration: float, timed_out: bool, timeout_s: float
+) -> ExecResult:
     """A finished run's result: the verdict from the result pipe (a timeout when the run ran out of
     time without passing), the capped output and the time the child reported."""
     result = bytes(sink.result)
@@ -256,7 +258,9 @@ def exec_result(sink: OutputSink, nonce: str, exit_code: int | None, duration: f
     if timed_out and status != "passed":
         status, message = "timeout", f"timed out after {timeout_s:g}s (an infinite loop?)"
     output = format_output(bytes(sink.out), sink.truncated)
-    return ExecResult(status, message, output, round(duration, 4), exit_code, exec_seconds(result, nonce), facts_of(result, nonce))
+    return ExecResult(
+        status, message, output, round(duration, 4), exit_code, exec_seconds(result, nonce), facts_of(result, nonce)
+    )
 
 
 def facts_of(result_bytes: bytes, nonce: str) -> dict[str, Any]:
@@ -352,7 +356,12 @@ class SubprocessExecutor(JailedExecutor):
             feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
             feeder.start()
             deadline = start + self.limits.timeout_s
-            timed_out = drain(sink, {proc.stdout.fileno(): "out", result_r: "result"}, deadline, stop=lambda _open: _exited_quiet(proc))
+            timed_out = drain(
+                sink,
+                {proc.stdout.fileno(): "out", result_r: "result"},
+                deadline,
+                stop=lambda _open: _exited_quiet(proc),
+            )
             if not timed_out:
                 try:
                     proc.wait(timeout=max(0.05, deadline - time.monotonic()))

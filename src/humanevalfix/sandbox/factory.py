@@ -24,9 +24,9 @@ HUMANEVALFIX_SANDBOX's check and the docs table read it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.registry import Registry
@@ -140,7 +140,9 @@ def executor_factory(
     interpreter the jail runs (by default this one), wherever it is installed. `warn` is told when
     `auto` ends below file-system isolation (by default one line on stderr)."""
     spec = SANDBOXES.require(kind)
-    return spec.build(kind, ExecutorOptions(limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn))
+    return spec.build(
+        kind, ExecutorOptions(limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn)
+    )
 
 
 def _stderr(line: str) -> None:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from humanevalfix.sandbox.cgroup import Group
+from humanevalfix.sandbox.child.procs import kill_descendants, start_time
+from humanevalfix.sandbox.child.runner import HEADER
 from humanevalfix.sandbox.executor import (
     ExecResult,
     JailedExecutor,
@@ -49,8 +51,6 @@ from humanevalfix.sandbox.executor import (
 )
 from humanevalfix.sandbox.jail import FS, JAIL_WORK
 from humanevalfix.sandbox.testcode import CompiledTests, default_directory
-from humanevalfix.sandbox.child.procs import kill_descendants, start_time
-from humanevalfix.sandbox.child.runner import HEADER
 
 START_TIMEOUT_S = 60.0  # a cold start on a busy machine: interpreter, numpy, bwrap
 GRACE_S = 3.0  # beyond the time limit, before the harness gives up on the server itself
@@ -203,7 +203,17 @@ class ForkServerExecutor(JailedExecutor):
         thread that started it, not the process."""
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         base = None if self.jail.level == "bwrap" else tempfile.mkdtemp(prefix="hefix-fork-")
-        argv = [self.python, "-I", "-B", self.jail.runner, "--serve", str(child.fileno()), base or JAIL_WORK, "--mode", self.mode]
+        argv = [
+            self.python,
+            "-I",
+            "-B",
+            self.jail.runner,
+            "--serve",
+            str(child.fileno()),
+            base or JAIL_WORK,
+            "--mode",
+            self.mode,
+        ]
         if self.jail.level == "bwrap":
             argv.append("--private")
         stderr = tempfile.TemporaryFile()
@@ -295,7 +305,14 @@ class ForkServerExecutor(JailedExecutor):
         server = self._server
         assert server is not None
         nonce = secrets.token_hex(16)
-        fields = {"code": code, "test": test, "support": support, "nonce": nonce, "limits": self.limits.rlimits(), "timeout_s": self.limits.timeout_s}
+        fields = {
+            "code": code,
+            "test": test,
+            "support": support,
+            "nonce": nonce,
+            "limits": self.limits.rlimits(),
+            "timeout_s": self.limits.timeout_s,
+        }
         compiled = self._testcode.for_run(test, support) if self._testcode is not None else None
         request = json.dumps(fields if compiled is None else {**fields, "compiled": compiled}).encode()
         out_r, out_w = os.pipe()
@@ -325,7 +342,9 @@ class ForkServerExecutor(JailedExecutor):
                 return reply is not None or server.dead
 
             # The run's pipes and the server's socket, until the run is over.
-            gave_up = drain(sink, {out_r: "out", result_r: "result", server.sock.fileno(): server.pump}, deadline, stop=done)
+            gave_up = drain(
+                sink, {out_r: "out", result_r: "result", server.sock.fileno(): server.pump}, deadline, stop=done
+            )
             if reply is None and not server.dead and not gave_up:
                 reply = server.read_message(deadline)
         finally:
@@ -353,7 +372,9 @@ class ForkServerExecutor(JailedExecutor):
             return ExecResult("error", str(reply["error"]), "", round(duration, 4), None)
         if reply.get("retire"):
             self._stop_server()  # its zygote is gone: the next run starts a new server
-        return exec_result(sink, nonce, int(reply["exit_code"]), duration, bool(reply.get("timed_out")), self.limits.timeout_s)
+        return exec_result(
+            sink, nonce, int(reply["exit_code"]), duration, bool(reply.get("timed_out")), self.limits.timeout_s
+        )
 
     def close(self) -> None:
         with self._lock:

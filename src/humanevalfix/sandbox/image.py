@@ -29,16 +29,26 @@ import sysconfig
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO
 
 IMAGE_REPOSITORY = "humanevalfix-sandbox"
 # Distributions the image carries besides the standard library (pytest only when installed).
 DISTRIBUTIONS = ("numpy", "pytest")
 TOOLS = ("sh", "dash", "sleep", "cat", "echo", "ls", "env", "true", "false", "rm", "mkdir", "head")
 # Parts of the standard library nothing in the sandbox uses: its test suite alone is half of it.
-STDLIB_SKIP_DIRS = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages", "dist-packages"}
+STDLIB_SKIP_DIRS = {
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "site-packages",
+    "dist-packages",
+}
 STDLIB_SKIP_FILES = re.compile(r"^(_test\w*|_tkinter|xxlimited\w*|_xxtestfuzz|_ctypes_test)\.|\.opt-[12]\.pyc$")
 IMPORT_TIMEOUT_S = 600.0
 PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
@@ -105,7 +115,9 @@ class Tree:
             self.add_dirs_above(path)
             self.members[path] = ("file", path)
 
-    def add_host_tree(self, root: str, skip_dirs: set[str] = frozenset(), skip_files: re.Pattern[str] | None = None) -> None:
+    def add_host_tree(
+        self, root: str, skip_dirs: set[str] = frozenset(), skip_files: re.Pattern[str] | None = None
+    ) -> None:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in skip_dirs or folder != root)
             for name in sorted(files):
@@ -221,7 +233,11 @@ def interpreter_tree(python: str | None = None) -> Tree:
         site = str(dist.locate_file(""))
         for file in dist.files or []:
             host = str(dist.locate_file(file))
-            if ".." in Path(str(file)).parts or not os.path.isfile(host) or STDLIB_SKIP_FILES.search(os.path.basename(host)):
+            if (
+                ".." in Path(str(file)).parts
+                or not os.path.isfile(host)
+                or STDLIB_SKIP_FILES.search(os.path.basename(host))
+            ):
                 continue  # a script in bin/ or a stale entry: not needed to import the package
             inside = os.path.join(base_site, os.path.relpath(host, site))
             tree.add_dirs_above(inside)
@@ -256,13 +272,20 @@ def build_image(tag: str | None = None, docker: str = "docker") -> BuiltImage:
     before = _image_id(docker, tag)
     tree = interpreter_tree()
     argv = [
-        docker, "import",
-        "--change", "ENV PATH=/usr/local/bin:/usr/bin:/bin",
-        "--change", "ENV LANG=C.UTF-8",
-        "--change", "USER 65534:65534",
-        "--change", 'CMD ["python3"]',
-        "--message", f"humanevalfix sandbox: Python {platform.python_version()} from {sys.executable}",
-        "-", tag,
+        docker,
+        "import",
+        "--change",
+        "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+        "--change",
+        "ENV LANG=C.UTF-8",
+        "--change",
+        "USER 65534:65534",
+        "--change",
+        'CMD ["python3"]',
+        "--message",
+        f"humanevalfix sandbox: Python {platform.python_version()} from {sys.executable}",
+        "-",
+        tag,
     ]
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
@@ -291,7 +314,13 @@ def build_image(tag: str | None = None, docker: str = "docker") -> BuiltImage:
 
 def _image_id(docker: str, tag: str) -> str | None:
     try:
-        proc = subprocess.run([docker, "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [docker, "image", "inspect", "--format", "{{.Id}}", tag],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return proc.stdout.strip() or None if proc.returncode == 0 else None

@@ -41,8 +41,16 @@ PACKAGE_DIR = Path(__file__).absolute().parent.parent  # humanevalfix/, hidden i
 # The files of it the jail shows: the runner and the helpers it loads by path (runner.load_helper).
 # fix_driver.py is not among them: `fix` sends its source as the test program.
 RUNNER_FILES = (
-    "runner.py", "server.py", "procs.py", "execution.py", "judge.py", "candidate.py", "plaindata.py", "rewriting.py",
-    "assertions.py", "restricted.py",
+    "runner.py",
+    "server.py",
+    "procs.py",
+    "execution.py",
+    "judge.py",
+    "candidate.py",
+    "plaindata.py",
+    "rewriting.py",
+    "assertions.py",
+    "restricted.py",
 )
 JAIL_SRC = "/hefix"  # where those files appear inside bwrap
 # The private tmpfs that is the candidate's cwd inside bwrap. Not /work: a user's project bound
@@ -168,13 +176,22 @@ def interpreter_layout(python: str) -> dict[str, Any]:
 def _layout(python: str) -> dict[str, Any]:
     script = LAYOUT_SCRIPT.replace("NAMES", repr(JAIL_IMPORTS))
     try:
-        proc = subprocess.run([python, "-I", "-c", script], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=probe_env(), cwd="/")
+        proc = subprocess.run(
+            [python, "-I", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env=probe_env(),
+            cwd="/",
+        )
         layout = json.loads(proc.stdout) if proc.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
         raise ValueError(f"the interpreter {python} does not run: {exc}") from None
     if not isinstance(layout, dict):
         lines = proc.stderr.strip().splitlines()
-        raise ValueError(f"the interpreter {python} does not run: {lines[-1] if lines else f'exit status {proc.returncode}'}")
+        raise ValueError(
+            f"the interpreter {python} does not run: {lines[-1] if lines else f'exit status {proc.returncode}'}"
+        )
     layout["chain"] = link_chain(shutil.which(python) or python)
     return layout
 
@@ -275,7 +292,9 @@ def mount_args(jail: Jail) -> list[str]:
     ]
     mounts += [(root, ["--ro-bind", root, root]) for root in jail.python_roots]
     mounts += [(str(path), ["--ro-bind", str(path), str(path)]) for path in jail.ro_binds]
-    mounts += [(f"{JAIL_SRC}/{name}", ["--ro-bind", str(CHILD_DIR / name), f"{JAIL_SRC}/{name}"]) for name in RUNNER_FILES]
+    mounts += [
+        (f"{JAIL_SRC}/{name}", ["--ro-bind", str(CHILD_DIR / name), f"{JAIL_SRC}/{name}"]) for name in RUNNER_FILES
+    ]
     mounts += [(d, ["--tmpfs", d, "--remount-ro", d]) for d in hidden_package_dirs(jail)]
     return [arg for _where, args in sorted(mounts, key=lambda m: _depth(m[0])) for arg in args]
 
@@ -300,10 +319,14 @@ def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
         "--die-with-parent",
         "--new-session",
-        "--cap-drop", "ALL",
-        "--uid", str(SANDBOX_UID),
-        "--gid", str(SANDBOX_UID),
-        "--hostname", "sandbox",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
     ]
     if as_pid_1:
         args.append("--as-pid-1")
@@ -315,7 +338,18 @@ def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
 
 def unshare_argv() -> list[str]:
     # --map-root-user: namespaces without privileges where user namespaces are allowed.
-    return ["unshare", "--user", "--map-root-user", "--net", "--pid", "--ipc", "--uts", "--fork", "--mount-proc", "--kill-child"]
+    return [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "--net",
+        "--pid",
+        "--ipc",
+        "--uts",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+    ]
 
 
 def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) -> str | None:

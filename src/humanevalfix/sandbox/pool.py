@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import queue
-from typing import Callable
+from collections.abc import Callable
 
 from humanevalfix.sandbox.executor import ExecResult, Executor
 

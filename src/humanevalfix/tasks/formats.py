@@ -9,9 +9,10 @@ row; a reader of a whole-file format raises DatasetError instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from humanevalfix.errors import DatasetError
 from humanevalfix.registry import Registry

@@ -42,8 +42,18 @@ def _optional(row: dict[str, Any], name: str) -> str:
 # The largest code or test field a row may hold (characters; --max-field-size raises it): every
 # field is copied into prompts, records and the sandbox, so one huge row would cost every task.
 DEFAULT_MAX_FIELD = 1 << 20
-_BOUNDED_FIELDS = ("task_id", "entry_point", "buggy_code", "declaration", "buggy_solution", "test", "example_test",
-                   "canonical_code", "canonical_solution", "docstring")
+_BOUNDED_FIELDS = (
+    "task_id",
+    "entry_point",
+    "buggy_code",
+    "declaration",
+    "buggy_solution",
+    "test",
+    "example_test",
+    "canonical_code",
+    "canonical_solution",
+    "docstring",
+)
 
 
 def task_from_row(row: Any, where: str, max_field: int = DEFAULT_MAX_FIELD) -> Task:
@@ -56,7 +66,9 @@ def task_from_row(row: Any, where: str, max_field: int = DEFAULT_MAX_FIELD) -> T
     for name in _BOUNDED_FIELDS:
         value = row.get(name)
         if isinstance(value, str) and len(value) > max_field:
-            raise DatasetError(f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} (--max-field-size raises it)")
+            raise DatasetError(
+                f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} (--max-field-size raises it)"
+            )
         if isinstance(value, str) and not encodable(value):
             # A JSON escape such as \ud800: no UTF-8 form, so no prompt or sandbox could take it.
             raise DatasetError(f"{where}: field '{name}' holds a lone surrogate (a character with no UTF-8 form)")

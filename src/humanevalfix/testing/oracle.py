@@ -9,8 +9,8 @@ planned turn. The throughput benchmark and the tests drive the whole pipeline wi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from humanevalfix.tasks.task import Task
 from humanevalfix.testing.scripted_server import Recorded, Response, tool_call
@@ -25,7 +25,7 @@ class Lookup:
     by_entry: dict[str, list[Task]]
 
     @classmethod
-    def of(cls, tasks: list[Task]) -> "Lookup":
+    def of(cls, tasks: list[Task]) -> Lookup:
         by_entry: dict[str, list[Task]] = {}
         for t in tasks:
             by_entry.setdefault(t.entry_point, []).append(t)
@@ -85,4 +85,3 @@ def scripted_repairs(tasks: list[Task], plan: Callable[[Task], int | None]) -> C
         return reply
 
     return handle
-

@@ -17,9 +17,22 @@ import sys
 # bigcode-evaluation-harness, tasks/humanevalpack.py, IMPORT_HELPER["python"] (written out here
 # on purpose, not imported from our sandbox runner: the reference must not share our code).
 HARNESS_IMPORTS = [
-    "import math", "import re", "import sys", "import copy", "import datetime", "import itertools",
-    "import collections", "import heapq", "import statistics", "import functools", "import hashlib",
-    "import numpy", "import numpy as np", "import string", "from typing import *", "from collections import *",
+    "import math",
+    "import re",
+    "import sys",
+    "import copy",
+    "import datetime",
+    "import itertools",
+    "import collections",
+    "import heapq",
+    "import statistics",
+    "import functools",
+    "import hashlib",
+    "import numpy",
+    "import numpy as np",
+    "import string",
+    "from typing import *",
+    "from collections import *",
 ]
 # Generous for a cold `python -c` that imports numpy on a busy machine; only a looping candidate
 # waits it out.
@@ -50,7 +63,10 @@ def reference_passes(candidate: str, test: str, timeout_s: float = REF_TIMEOUT_S
     try:
         proc = subprocess.run(
             [sys.executable, "-c", REFERENCE_CHILD, nonce],
-            input=harness_program(candidate, test), capture_output=True, text=True, timeout=timeout_s,
+            input=harness_program(candidate, test),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
         return False

@@ -18,9 +18,10 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
 
 @dataclass
@@ -49,7 +50,9 @@ class Recorded:
 _ids = itertools.count(1)
 
 
-def completion(message: dict[str, Any], finish_reason: str = "stop", prompt_tokens: int = 100, completion_tokens: int = 20) -> Response:
+def completion(
+    message: dict[str, Any], finish_reason: str = "stop", prompt_tokens: int = 100, completion_tokens: int = 20
+) -> Response:
     return Response(
         200,
         {
@@ -75,7 +78,11 @@ def tool_call(code: str, call_id: str | None = None, arguments: str | None = Non
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": call_id or f"call_{next(_ids)}", "type": "function", "function": {"name": name, "arguments": args}}
+                {
+                    "id": call_id or f"call_{next(_ids)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args},
+                }
             ],
         },
         finish_reason="tool_calls",
@@ -113,7 +120,9 @@ class _QuietServer(ThreadingHTTPServer):
 class ScriptedServer:
     """Start with `with ScriptedServer(handler_or_responses) as server:`; use `server.base_url`."""
 
-    def __init__(self, script: Handler | Iterable[Response], latency_s: float = 0.0, model: str = "scripted-model") -> None:
+    def __init__(
+        self, script: Handler | Iterable[Response], latency_s: float = 0.0, model: str = "scripted-model"
+    ) -> None:
         self.requests: list[Recorded] = []
         self.latency_s = latency_s
         self.model = model
@@ -142,7 +151,7 @@ class ScriptedServer:
     def chat_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         self._thread.start()
         return self
 
@@ -181,7 +190,15 @@ class ScriptedServer:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(Response(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "scripted"}]}))
+                    self._send(
+                        Response(
+                            200,
+                            {
+                                "object": "list",
+                                "data": [{"id": server.model, "object": "model", "owned_by": "scripted"}],
+                            },
+                        )
+                    )
                 else:
                     self._send(error(404, "not found"))
 

@@ -144,7 +144,10 @@ class Recorder:
                 else:
                     lines += [f"  expected: anything but {want}", f"  got:      {got}"]
             else:
-                left_shown, right_shown = self._shown(left, texts.get(left, "?")), self._shown(right, texts.get(right, "?"))
+                left_shown, right_shown = (
+                    self._shown(left, texts.get(left, "?")),
+                    self._shown(right, texts.get(right, "?")),
+                )
                 for slot, shown_value in ((left, left_shown), (right, right_shown)):
                     if texts.get(slot) != shown_value and (top_call is None or slot != top_call.slot):
                         lines.append(f"  {_cap(texts.get(slot, '?'), 160)} = {shown_value}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, NoReturn
 
+
 def serve(sock: socket.socket, env: Any, execution: ModuleType, procs: ModuleType, plain: ModuleType) -> NoReturn:
     """The candidate's whole life: load the code, answer calls until the judge hangs up."""
     _Candidate(sock, env, execution, procs, plain).serve()
@@ -95,7 +96,9 @@ class _Candidate:
         try:
             exec(compiled, self.namespace)
         except SystemExit as exc:
-            self.end({"ok": False, "message": f"the code called exit({_safe_repr(exc.code)}) before the tests finished"})
+            self.end(
+                {"ok": False, "message": f"the code called exit({_safe_repr(exc.code)}) before the tests finished"}
+            )
         except BaseException as exc:
             self.end({"ok": False, "message": self.module_failure(exc, code)})
         defined: dict[str, Any] = {}
@@ -176,7 +179,10 @@ class _Candidate:
         plain, its message, and the candidate's line it came from."""
         cls = type(exc)
         mro = [c.__name__ for c in cls.__mro__ if isinstance(getattr(c, "__name__", None), str)]
-        builtin_base = next((c.__name__ for c in cls.__mro__ if c.__module__ == "builtins" and issubclass(c, BaseException)), "Exception")
+        builtin_base = next(
+            (c.__name__ for c in cls.__mro__ if c.__module__ == "builtins" and issubclass(c, BaseException)),
+            "Exception",
+        )
         try:
             args: Any = self.plain.to_tree(tuple(exc.args)) if type(exc.args) is tuple else None
         except BaseException:
@@ -211,7 +217,9 @@ class _Candidate:
         parts = ["AssertionError" + (f": {text}" if text else "")] if asserted else [f"{type(exc).__name__}: {text}"]
         line = _candidate_line(exc, self.execution.CANDIDATE_FILE)
         if line is not None:
-            parts.append(f"  {'assert in' if asserted else 'raised at'} candidate line {line}: {self.execution.source_line(code, line)}")
+            parts.append(
+                f"  {'assert in' if asserted else 'raised at'} candidate line {line}: {self.execution.source_line(code, line)}"
+            )
         return "\n".join(parts)
 
     def reply(self, message: dict[str, Any]) -> None:

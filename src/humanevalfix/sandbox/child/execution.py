@@ -14,18 +14,20 @@ for the helpers (rewriting.py, assertions.py, restricted.py, judge.py, plaindata
 from __future__ import annotations
 
 import ast
-import marshal
+
 # base64 and zlib: the pass@1+ check's library decodes its cases with them in every judge; loaded
 # once here by a fork server, they are not loaded again by each judge it forks.
 import base64  # noqa: F401
 import builtins
+import marshal
 import symtable
 import time
 import traceback
 import zlib  # noqa: F401
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, ModuleType
-from typing import Any, Callable
+from typing import Any
 
 # The reference harness's prelude (bigcode-evaluation-harness, HumanEvalPack Python).
 PRELUDE = """\
@@ -82,7 +84,9 @@ def prepare(load: Callable[[str], ModuleType], mode: str) -> Prepared:
     policy = load("restricted") if mode == "restricted" else None
     snapshot = dict(vars(builtins))
     names = frozenset(snapshot) | frozenset(namespace)
-    return Prepared(namespace, snapshot, names, load("rewriting"), load("assertions"), load("judge"), load("plaindata"), policy)
+    return Prepared(
+        namespace, snapshot, names, load("rewriting"), load("assertions"), load("judge"), load("plaindata"), policy
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +188,9 @@ def to_bytes(compiled: CompiledTest) -> bytes:
     return marshal.dumps((compiled.code, compiled.support, compiled.wanted))
 
 
-def from_bytes(env: Prepared, data: bytes, test: str, support: str, libraries: dict[str, Library] | None) -> CompiledTest | None:
+def from_bytes(
+    env: Prepared, data: bytes, test: str, support: str, libraries: dict[str, Library] | None
+) -> CompiledTest | None:
     """`to_bytes`'s test, for the test and support it was made from (the harness's; None if it is
     not one: the judge compiles the test itself)."""
     try:
@@ -212,7 +218,9 @@ def compile_library(library: str) -> Library:
     return Library(compile(library, LIBRARY_FILE, "exec"), frozenset(_bound(library, LIBRARY_FILE)))
 
 
-def compile_test(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, names: Names | None = None) -> CompiledTest:
+def compile_test(
+    env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None, names: Names | None = None
+) -> CompiledTest:
     """Raises SyntaxError (or ValueError, RecursionError). The fork server does this once per
     distinct (support, test), before forking; `libraries`: those it has compiled already;
     `names`: test_names's answer, when it was asked first."""
@@ -314,7 +322,14 @@ class Run:
     out_fd: int | None  # the candidate's stdout, handed over (fork server), or None (inherited)
 
 
-def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None = None, facts: dict[str, Any] | None = None, libraries: dict[str, Library] | None = None) -> dict[str, Any]:
+def execute(
+    env: Prepared,
+    channel: Any,
+    run: Run,
+    compiled: CompiledTest | None = None,
+    facts: dict[str, Any] | None = None,
+    libraries: dict[str, Library] | None = None,
+) -> dict[str, Any]:
     """Prelude names + the task's helpers + the test, here; the candidate's names are stubs that
     call into its process through `channel` (a judge.Channel)."""
     fault = env.judge.CandidateFault
@@ -350,7 +365,10 @@ def execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None
         try:
             exec(helpers, test_ns)
         except BaseException as exc:
-            return {"status": "error", "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}"}
+            return {
+                "status": "error",
+                "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}",
+            }
     test_ns.update(defined)
     test_ns[env.judge.BATCH] = channel.batch
     test_ns[env.judge.BATCH_JSON] = channel.batch_json
@@ -377,7 +395,9 @@ def _fault_verdict(channel: Any) -> dict[str, Any]:
     return {"status": "timeout" if channel.timed_out else "failed", "message": str(channel.fault)}
 
 
-def timed_execute(env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None, libraries: dict[str, Library] | None = None) -> dict[str, Any]:
+def timed_execute(
+    env: Prepared, channel: Any, run: Run, compiled: CompiledTest | None, libraries: dict[str, Library] | None = None
+) -> dict[str, Any]:
     start = time.perf_counter()
     facts: dict[str, Any] = {}
     outcome = execute(env, channel, run, compiled, facts, libraries)

@@ -67,7 +67,9 @@ class CandidateImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if found is None or not found.origin or os.path.realpath(found.origin) != self.path:
             return None
         locations = [os.path.dirname(self.path)] if self.is_package else None
-        return importlib.util.spec_from_file_location(fullname, self.path, loader=self, submodule_search_locations=locations)
+        return importlib.util.spec_from_file_location(
+            fullname, self.path, loader=self, submodule_search_locations=locations
+        )
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None
@@ -149,17 +151,33 @@ def frames_of(tb: Any, files: dict[str, str]) -> list[list[Any]]:
     return out if len(out) <= FRAMES_KEPT else out[:2] + out[2 - FRAMES_KEPT :]
 
 
-def failure_entry(test: str | None, function: str | None, exc: BaseException, tb: Any, files: dict[str, str], compare: list[str] | None) -> dict[str, Any]:
+def failure_entry(
+    test: str | None,
+    function: str | None,
+    exc: BaseException,
+    tb: Any,
+    files: dict[str, str],
+    compare: list[str] | None,
+) -> dict[str, Any]:
     """One failure as data: which test (None: the script, or the import), the exception, where it
     went through the user's file and the tests, and for a failed comparison [op, left, right]."""
     message = cap(FUNCTION_REPR_RE.sub(r"\1", str(exc)), MESSAGE_CAP)
-    return {"test": test, "function": function, "error": type(exc).__name__, "message": message,
-            "frames": frames_of(tb, files), "compare": compare if isinstance(exc, AssertionError) else None}
+    return {
+        "test": test,
+        "function": function,
+        "error": type(exc).__name__,
+        "message": message,
+        "frames": frames_of(tb, files),
+        "compare": compare if isinstance(exc, AssertionError) else None,
+    }
 
 
 def files_of(spec: dict[str, Any]) -> dict[str, str]:
     path, project = spec["tests"]["path"], spec.get("project")
-    files = {os.path.realpath(path) if path else "<tests>": "tests", "<project>": os.path.realpath(project) + os.sep if project else ""}
+    files = {
+        os.path.realpath(path) if path else "<tests>": "tests",
+        "<project>": os.path.realpath(project) + os.sep if project else "",
+    }
     return files | ({os.path.realpath(spec["path"]): "file"} if spec["path"] else {})
 
 
@@ -248,7 +266,11 @@ class PytestCollector:
             if crash is not None:
                 self.crash_messages.append(crash.message)
                 name = UNDEFINED_RE.search(crash.message)
-                if crash.message.startswith("NameError") and name and os.path.realpath(str(crash.path)) == self.test_path:
+                if (
+                    crash.message.startswith("NameError")
+                    and name
+                    and os.path.realpath(str(crash.path)) == self.test_path
+                ):
                     self.undefined.append(name.group(1))
         elif report.when == "call":
             self._count("passed" if report.passed else "skipped")
@@ -303,7 +325,9 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
         return
     shown = failures[:FAILURES_SHOWN]
     more = len(failures) - len(shown)
-    report.text = f"pytest: {report.summary}\n\n" + "\n\n".join(shown) + (f"\n\n({more} more failures not shown)" if more else "")
+    report.text = (
+        f"pytest: {report.summary}\n\n" + "\n\n".join(shown) + (f"\n\n({more} more failures not shown)" if more else "")
+    )
 
 
 def emit(nonce: str, report: Report, user_output: str) -> None:

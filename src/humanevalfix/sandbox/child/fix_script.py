@@ -6,7 +6,8 @@ with pytest's assertion rewriting (when pytest is there) giving a failed assert 
 import ast
 import builtins
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 @contextlib.contextmanager

@@ -26,9 +26,9 @@ class CallTracer:
     def __init__(self, root: str, skip: "set[str]") -> None:
         self.root = os.path.realpath(root).rstrip(os.sep) + os.sep
         self.skip = skip  # the tests' own files (real paths)
-        self.places: "dict[object, object]" = {}  # code object -> (path, qualname, line) or None
-        self.current: "dict[object, list[object]]" = {}
-        self.failed: "dict[object, list[object]]" = {}
+        self.places: dict[object, object] = {}  # code object -> (path, qualname, line) or None
+        self.current: dict[object, list[object]] = {}
+        self.failed: dict[object, list[object]] = {}
 
     def place(self, code: object) -> object:
         if code not in self.places:
@@ -37,7 +37,9 @@ class CallTracer:
             mine = path.startswith(self.root) and path not in self.skip and not is_test_file(path)
             mine = mine and "site-packages" not in path and os.sep + "." not in path[len(self.root) - 1 :]
             qualname = getattr(code, "co_qualname", getattr(code, "co_name", "?"))
-            self.places[code] = (path, qualname, getattr(code, "co_firstlineno", 0)) if mine and qualname != "<module>" else None
+            self.places[code] = (
+                (path, qualname, getattr(code, "co_firstlineno", 0)) if mine and qualname != "<module>" else None
+            )
         return self.places[code]
 
     def __call__(self, frame: object, event: str, arg: object) -> None:

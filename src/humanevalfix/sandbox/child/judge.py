@@ -20,10 +20,10 @@ import builtins
 import json
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable
-
+from typing import Any
 
 # The candidate's process died or hung up mid-call: killed at a limit (memory, CPU time, file
 # size), or it exited. Its parent is the zygote, so the judge cannot tell which.
@@ -65,7 +65,9 @@ class Channel:
             pass
         return CandidateFault(self.fault)
 
-    def ask(self, message: dict[str, Any], fds: list[int] | None = None, deadline: float | None = None) -> dict[str, Any]:
+    def ask(
+        self, message: dict[str, Any], fds: list[int] | None = None, deadline: float | None = None
+    ) -> dict[str, Any]:
         """Send one message and wait for the answer, until `deadline` or the run's, whichever is first."""
         self._send(message, fds)
         return self._answer(deadline)
@@ -102,13 +104,17 @@ class Channel:
         plain = self.plain
         own = deadline is not None and deadline < self.deadline
         remaining = (deadline if own else self.deadline) - time.monotonic()
-        late = "the code did not answer within its time budget" if own else f"timed out after {self.timeout_s:g}s (an infinite loop?)"
+        late = (
+            "the code did not answer within its time budget"
+            if own
+            else f"timed out after {self.timeout_s:g}s (an infinite loop?)"
+        )
         if remaining <= 0:
             raise self._fail(late, timed_out=True)
         self.sock.settimeout(remaining)
         try:
             answer, _ = plain.receive_json(self.sock, spin_s=plain.SPIN_S)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise self._fail(late, timed_out=True) from None
         except (EOFError, OSError):
             raise self._fail(ENDED) from None
@@ -117,7 +123,9 @@ class Channel:
         self._busy = False
         return answer
 
-    def load(self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None) -> dict[str, Any] | str:
+    def load(
+        self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None
+    ) -> dict[str, Any] | str:
         """Run the candidate's module code over there: {name: "call" | value} it defines, or the
         failure message."""
         self.send_load(code, names, workdir, limits, out_fd)
@@ -125,7 +133,10 @@ class Channel:
 
     def send_load(self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None) -> None:
         """The first half of `load`: the judge compiles the test while the candidate loads."""
-        self._send({"op": "load", "code": code, "names": names, "workdir": workdir, "limits": limits}, [out_fd] if out_fd is not None else None)
+        self._send(
+            {"op": "load", "code": code, "names": names, "workdir": workdir, "limits": limits},
+            [out_fd] if out_fd is not None else None,
+        )
 
     def loaded(self, names: list[str]) -> dict[str, Any] | str:
         """The second half of `load`: what the candidate's code defined, or why it failed."""
@@ -166,7 +177,9 @@ class Channel:
         if "raised" in answer and type(answer["raised"]) is dict:
             raise self._exception(answer["raised"])
         why = answer.get("not_plain")
-        raise self._fail(f"`{name}` {why if isinstance(why, str) else 'sent a malformed answer'}: only plain data reaches the judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)")
+        raise self._fail(
+            f"`{name}` {why if isinstance(why, str) else 'sent a malformed answer'}: only plain data reaches the judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)"
+        )
 
     def _exception(self, raised: dict[str, Any]) -> BaseException:
         """The candidate's exception, raised again here as the builtin class it derives from."""
@@ -200,7 +213,9 @@ class Channel:
         call.__dict__[STUB_NAME] = name
         return call
 
-    def batch(self, func: Any, calls: list[Any], limits: list[float], budget_s: float, encoded: bool = False) -> list[tuple[str, Any]]:
+    def batch(
+        self, func: Any, calls: list[Any], limits: list[float], budget_s: float, encoded: bool = False
+    ) -> list[tuple[str, Any]]:
         """`func` on each argument tuple, each call within its limit and all within `budget_s`:
         ("value", v), ("raised", "Type: message"), ("timeout", None) or, past the budget,
         ("skipped", None) per call. One message each way for a stub (the pass@1+ check's
@@ -218,7 +233,9 @@ class Channel:
         assert outs is not None
         return outs
 
-    def batch_json(self, func: Any, calls_json: bytes, count: int, budget_s: float, expected: bytes | None) -> list[tuple[str, Any]] | None:
+    def batch_json(
+        self, func: Any, calls_json: bytes, count: int, budget_s: float, expected: bytes | None
+    ) -> list[tuple[str, Any]] | None:
         """`batch` with the calls as the harness wrote them once per task: `calls_json`, the
         request's list of [argument tree, limit] as JSON (`count` of them), spliced into the frame
         unread. `expected`: the answer frame of a candidate whose every answer is the expected one
@@ -249,7 +266,11 @@ class Channel:
             elif item == ["t"]:
                 out.append(("timeout", None))
             else:
-                why = item[1] if type(item) is list and len(item) == 2 and isinstance(item[1], str) else "sent a malformed answer"
+                why = (
+                    item[1]
+                    if type(item) is list and len(item) == 2 and isinstance(item[1], str)
+                    else "sent a malformed answer"
+                )
                 raise self._fail(f"`{name}` {why}: only plain data reaches the judge")
         # A shorter answer: the budget ran out before the rest. Only the judge's clock says so: the
         # candidate's budget starts when it has the calls, after `sent`, so a short answer before
@@ -287,7 +308,9 @@ def fact_recorder(facts: dict[str, Any], plain: ModuleType) -> Callable[[str, An
             raise TypeError("a fact's key is a str")
         tree = plain.to_tree(value)  # plain data only, and bounded
         size = len(json.dumps(tree)) + len(key)
-        if sum(sizes.values()) - sizes.get(key, 0) + size > FACTS_BYTES or (key not in facts and len(facts) >= FACTS_MAX):
+        if sum(sizes.values()) - sizes.get(key, 0) + size > FACTS_BYTES or (
+            key not in facts and len(facts) >= FACTS_MAX
+        ):
             raise ValueError(f"facts are at most {FACTS_MAX}, of {FACTS_BYTES} bytes together")
         facts[key] = tree
         sizes[key] = size

@@ -89,7 +89,11 @@ def _to(v: Any, depth: int, budget: list[int]) -> Any:
     if t is complex:
         return ["c", _to(v.real, depth + 1, budget), _to(v.imag, depth + 1, budget)]
     if t is range:
-        return ["r", v.start, v.stop, v.step] if all(type(x) is int and -SMALL_INT < x < SMALL_INT for x in (v.start, v.stop, v.step)) else _to(list(v), depth, budget)
+        return (
+            ["r", v.start, v.stop, v.step]
+            if all(type(x) is int and -SMALL_INT < x < SMALL_INT for x in (v.start, v.stop, v.step))
+            else _to(list(v), depth, budget)
+        )
     if t.__name__ in _ITERATORS and t.__module__ == "builtins":
         return ["it", *(_to(x, depth + 1, budget) for x in _bounded(v))]
     numpy_value = _numpy_scalar(v)

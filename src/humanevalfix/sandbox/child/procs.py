@@ -91,7 +91,12 @@ def traits(pid: int) -> tuple[Any, ...] | None:
     compares these after each run (`tampered`) and retires when they changed."""
     try:
         limits = tuple(resource.prlimit(pid, which) for which in RLIMITS)
-        return limits, os.getpriority(os.PRIO_PROCESS, pid), os.sched_getscheduler(pid), frozenset(os.sched_getaffinity(pid))
+        return (
+            limits,
+            os.getpriority(os.PRIO_PROCESS, pid),
+            os.sched_getscheduler(pid),
+            frozenset(os.sched_getaffinity(pid)),
+        )
     except OSError:
         return None
 
@@ -317,6 +322,7 @@ def wipe(path: str, keep: frozenset[str] = frozenset()) -> None:
     leading to them stay: removing would fail on every file of a read-only tree, one by one,
     after every run. A read-only `path` is left alone for the same reason.
     """
+
     def fix(func: Any, p: str, _exc: Any) -> None:
         try:
             os.chmod(os.path.dirname(p), 0o700)

@@ -17,7 +17,8 @@ import ast
 import builtins
 import operator
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_eval, compile_restricted_exec, safe_builtins
 from RestrictedPython.Eval import default_guarded_getitem, default_guarded_getiter
@@ -35,23 +36,59 @@ NOT_ALLOWED = "not allowed in the restricted executor"
 # makes available, so what a correct solution may import. Nothing else can be imported.
 ALLOWED_MODULES = frozenset(
     {
-        "math", "re", "sys", "copy", "datetime", "itertools", "collections", "heapq", "statistics",
-        "functools", "hashlib", "numpy", "string", "typing",
+        "math",
+        "re",
+        "sys",
+        "copy",
+        "datetime",
+        "itertools",
+        "collections",
+        "heapq",
+        "statistics",
+        "functools",
+        "hashlib",
+        "numpy",
+        "string",
+        "typing",
         # Submodules that are attributes of the above and only compute.
-        "collections.abc", "numpy.linalg", "numpy.random", "numpy.fft",
+        "collections.abc",
+        "numpy.linalg",
+        "numpy.random",
+        "numpy.fft",
     }
 )
 
 # `sys` is in the prelude, but `sys.modules`, `sys._getframe` & co. reach everything: only these.
-SYS_ALLOWED = frozenset({"maxsize", "float_info", "int_info", "maxunicode", "byteorder", "version_info", "getrecursionlimit", "getsizeof"})
+SYS_ALLOWED = frozenset(
+    {"maxsize", "float_info", "int_info", "maxunicode", "byteorder", "version_info", "getrecursionlimit", "getsizeof"}
+)
 
 # Module attributes that read or write files, load code or evaluate strings unrestricted.
 MODULE_DENIED = {
     "numpy": frozenset(
         {
-            "load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
-            "fromregex", "memmap", "DataSource", "ctypeslib", "lib", "testing", "distutils", "f2py",
-            "show_config", "show_runtime", "get_include", "core", "os", "sys",
+            "load",
+            "save",
+            "savez",
+            "savez_compressed",
+            "savetxt",
+            "loadtxt",
+            "genfromtxt",
+            "fromfile",
+            "fromregex",
+            "memmap",
+            "DataSource",
+            "ctypeslib",
+            "lib",
+            "testing",
+            "distutils",
+            "f2py",
+            "show_config",
+            "show_runtime",
+            "get_include",
+            "core",
+            "os",
+            "sys",
         }
     ),
     "typing": frozenset({"get_type_hints", "ForwardRef"}),
@@ -66,15 +103,38 @@ ATTR_DENIED = frozenset({"tofile", "dump", "dumps"})
 # constructors of plain values (`dict`, `set`, `frozenset`, `bytes`, `bin`, `format`), and
 # `type`-free class support (`object`, `staticmethod`, `classmethod`, `property`).
 WIDENED = (
-    "sum", "min", "max", "all", "any", "enumerate", "zip", "map", "filter", "reversed", "sorted",
-    "iter", "next", "dict", "set", "frozenset", "bytes", "bin", "format", "object", "staticmethod",
-    "classmethod", "property", "ascii",
+    "sum",
+    "min",
+    "max",
+    "all",
+    "any",
+    "enumerate",
+    "zip",
+    "map",
+    "filter",
+    "reversed",
+    "sorted",
+    "iter",
+    "next",
+    "dict",
+    "set",
+    "frozenset",
+    "bytes",
+    "bin",
+    "format",
+    "object",
+    "staticmethod",
+    "classmethod",
+    "property",
+    "ascii",
     # The real `range`, `list` and `tuple`, not RestrictedPython's limited_builtins: its
     # limited_range refuses more than 1000 elements and limited_list/limited_tuple refuse strings
     # and the no-argument form, which fails correct canonical solutions (Python/31, 36, 39, 49,
     # 59, 150 loop over larger ranges; Python/67, 86, 161 call list() or list(a_string)). Memory
     # and time are bounded by the executor's rlimits and time limit instead.
-    "range", "list", "tuple",
+    "range",
+    "list",
+    "tuple",
 )
 EVAL_SENTINEL = "hefix_restricted_eval"
 
@@ -87,7 +147,9 @@ class NotAllowed(Exception):
 
 
 def _side_effect_free(node: ast.AST) -> bool:
-    return not any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
+    return not any(
+        isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(node)
+    )
 
 
 class Policy(RestrictingNodeTransformer):
@@ -174,14 +236,33 @@ def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
 
 
 INPLACE_NAMES = {
-    ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "//=", ast.Mod: "%=",
-    ast.Pow: "**=", ast.LShift: "<<=", ast.RShift: ">>=", ast.BitAnd: "&=", ast.BitOr: "|=",
-    ast.BitXor: "^=", ast.MatMult: "@=",
+    ast.Add: "+=",
+    ast.Sub: "-=",
+    ast.Mult: "*=",
+    ast.Div: "/=",
+    ast.FloorDiv: "//=",
+    ast.Mod: "%=",
+    ast.Pow: "**=",
+    ast.LShift: "<<=",
+    ast.RShift: ">>=",
+    ast.BitAnd: "&=",
+    ast.BitOr: "|=",
+    ast.BitXor: "^=",
+    ast.MatMult: "@=",
 }
 INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "<<=": operator.ilshift,
-    ">>=": operator.irshift, "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor,
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
     "@=": operator.imatmul,
 }
 

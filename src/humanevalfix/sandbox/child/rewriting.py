@@ -57,8 +57,16 @@ class AssertInfo:
 
 
 OPS = {
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
 }
 
 
@@ -76,7 +84,10 @@ def _at(new: Any, node: ast.AST) -> Any:
 
 def _helper(attr: str, node: ast.AST, *args: ast.expr) -> ast.Call:
     name = _at(ast.Name(id=HELPER, ctx=ast.Load()), node)
-    return _at(ast.Call(func=_at(ast.Attribute(value=name, attr=attr, ctx=ast.Load()), node), args=list(args), keywords=[]), node)
+    return _at(
+        ast.Call(func=_at(ast.Attribute(value=name, attr=attr, ctx=ast.Load()), node), args=list(args), keywords=[]),
+        node,
+    )
 
 
 class _Instrument(ast.NodeTransformer):
@@ -191,7 +202,9 @@ class _Rewriter:
         begin = ast.Expr(value=_helper("begin", node, _at(ast.Constant(index), node)))
         msg = node.msg if node.msg is not None else _at(ast.Constant(None), node)
         fail = _at(ast.Raise(exc=_helper("failure", node, msg), cause=None), node)
-        check = ast.If(test=_at(ast.UnaryOp(op=ast.Not(), operand=_helper("truth", node, new_test)), node), body=[fail], orelse=[])
+        check = ast.If(
+            test=_at(ast.UnaryOp(op=ast.Not(), operand=_helper("truth", node, new_test)), node), body=[fail], orelse=[]
+        )
         return [_at(begin, node), _at(check, node)]
 
 
@@ -202,4 +215,3 @@ def rewrite(test_source: str, tree: ast.Module | None = None) -> tuple[types.Cod
     rewriter = _Rewriter(Source(test_source))
     rewriter.body(tree)
     return compile(tree, TEST_FILE, "exec"), rewriter.infos
-

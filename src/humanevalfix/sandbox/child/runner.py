@@ -94,13 +94,26 @@ def become_candidate(env: Any, call_fd: int) -> NoReturn:
     candidate.serve(socket.socket(fileno=3), env, execution, procs, env.plain)
 
 
-def judge_run(env: Any, request: dict[str, Any], call_fd: int, workdir: str, out_fd: int | None, compiled: Any, libraries: dict[str, Any] | None = None) -> dict[str, Any]:
+def judge_run(
+    env: Any,
+    request: dict[str, Any],
+    call_fd: int,
+    workdir: str,
+    out_fd: int | None,
+    compiled: Any,
+    libraries: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The judge's side of one run, after procs.enter: the verdict as a dict."""
     timeout_s = float(request.get("timeout_s") or request["limits"]["cpu_seconds"])
     deadline = time.monotonic() + max(0.0, timeout_s - DEADLINE_MARGIN_S)
     channel = env.judge.Channel(socket.socket(fileno=call_fd), env.plain, deadline, timeout_s)
     run = execution.Run(
-        str(request["code"]), str(request.get("test", "")), str(request.get("support", "")), workdir, request["limits"], out_fd
+        str(request["code"]),
+        str(request.get("test", "")),
+        str(request.get("support", "")),
+        workdir,
+        request["limits"],
+        out_fd,
     )
     if compiled is None and isinstance(request.get("compiled"), str):  # compiled by the harness (sandbox/testcode.py)
         try:

@@ -132,7 +132,16 @@ class Zygote:
             return False
 
 
-def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, workdir: str, tests: Tests, go_fd: int, call_fd: int) -> NoReturn:
+def standby(
+    runner: ModuleType,
+    env: Any,
+    sock: socket.socket,
+    note_fd: int,
+    workdir: str,
+    tests: Tests,
+    go_fd: int,
+    call_fd: int,
+) -> NoReturn:
     """The judge of the next run, forked ahead of it: it takes the next request itself.
 
     Everything that does not depend on the request is done before it arrives, so a run costs
@@ -158,7 +167,13 @@ def standby(runner: ModuleType, env: Any, sock: socket.socket, note_fd: int, wor
         # when this is the second time it comes (a test seen once, as in scoring, is not worth it).
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         fresh = key not in tests.compiled and len(key) <= CACHE_LIMIT and digest in tests.seen
-        note = {"nonce": nonce, "timeout_s": request["timeout_s"], "test": request.get("test", "") if fresh else None, "support": request.get("support", "") if fresh else "", "seen": digest}
+        note = {
+            "nonce": nonce,
+            "timeout_s": request["timeout_s"],
+            "test": request.get("test", "") if fresh else None,
+            "support": request.get("support", "") if fresh else "",
+            "seen": digest,
+        }
         # The harness's library (the same text for every task): compiled by the server the
         # second time it comes, for every judge forked after.
         library = runner.execution.split_support(str(request.get("support", "")))[1]
@@ -258,7 +273,9 @@ def fork_when_room(procs: ModuleType, patience_s: float = 5.0) -> int:
             time.sleep(0.01)
 
 
-def fork_standby(runner: ModuleType, env: Any, sock: socket.socket, workdir: str, tests: Tests, me: int, call_fd: int) -> tuple[int, dict[str, Any] | None, int]:
+def fork_standby(
+    runner: ModuleType, env: Any, sock: socket.socket, workdir: str, tests: Tests, me: int, call_fd: int
+) -> tuple[int, dict[str, Any] | None, int]:
     """Fork the judge of the next run and wait until it has taken a request.
 
     (its pid, its note: None when it exited first, the write end of its go pipe or -1).
@@ -303,7 +320,15 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
     mounts = procs.mount_points() if private else frozenset()
     # What the harness needs to compile tests for the judges (sandbox/testcode.py): the bytecode's
     # version and the names a test never takes from the candidate.
-    send(sock, {"ready": True, "pid": os.getpid(), "magic": importlib.util.MAGIC_NUMBER.hex(), "names": sorted(env.prelude_names)})
+    send(
+        sock,
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "magic": importlib.util.MAGIC_NUMBER.hex(),
+            "names": sorted(env.prelude_names),
+        },
+    )
     me = os.getpid()
     # What a candidate could change in the processes that outlive its run (procs.traits).
     watched = {pid: procs.traits(pid) for pid in (me, zygote.pid)}
@@ -325,13 +350,18 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
             if note is not None:
                 # The processes' pids, for a harness that must clean up after a server that died
                 # (one a candidate killed: under the rlimits-only jail the server is killable).
-                send(sock, {
-                    "started": pid,
-                    "nonce": note["nonce"],
-                    "start_time": None if me == 1 else procs.start_time(pid),
-                    "candidate": candidate_pid,
-                    "candidate_start": None if me == 1 or candidate_pid is None else procs.start_time(candidate_pid),
-                })
+                send(
+                    sock,
+                    {
+                        "started": pid,
+                        "nonce": note["nonce"],
+                        "start_time": None if me == 1 else procs.start_time(pid),
+                        "candidate": candidate_pid,
+                        "candidate_start": None
+                        if me == 1 or candidate_pid is None
+                        else procs.start_time(candidate_pid),
+                    },
+                )
                 if go_w >= 0:
                     os.write(go_w, b"g")
             # No note: the judge closed the pipe by exiting before any request came.
@@ -365,7 +395,16 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
                 return
             continue  # the standby died before any request: fork another
         exit_code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        send(sock, {"exit_code": exit_code, "timed_out": timed_out, "run_s": round(time.monotonic() - started, 4), "nonce": note["nonce"], "retire": retire})
+        send(
+            sock,
+            {
+                "exit_code": exit_code,
+                "timed_out": timed_out,
+                "run_s": round(time.monotonic() - started, 4),
+                "nonce": note["nonce"],
+                "retire": retire,
+            },
+        )
         if retire:
             return
         if note.get("library") is not None:
@@ -383,5 +422,3 @@ def connect(path: str) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
     return sock.detach()
-
-

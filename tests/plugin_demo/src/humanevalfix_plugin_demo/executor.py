@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from humanevalfix.sandbox.executor import ExecResult, Executor
 from humanevalfix.sandbox.factory import ExecutorOptions, executor_kind

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from humanevalfix.models.catalog import provider
 from humanevalfix.models.oracle import OracleModel
