@@ -361,7 +361,8 @@ def _run_tasks(
     def look(row: Row | None) -> None:
         assert row is not None  # only kept rows are looked at
         print(
-            f"[{len(rows)}/{len(tasks)}] {row.task_id:12} baseline {'PASS' if row.baseline_passed else 'fail'} ({row.baseline_s:.0f}s)"
+            f"[{len(rows)}/{len(tasks)}] {row.task_id:12} baseline {'PASS' if row.baseline_passed else 'fail'} "
+            f"({row.baseline_s:.0f}s)"
             f"  agent {'PASS' if row.agent_passed else 'fail'} ({row.agent_iterations} turns, {row.agent_s or 0:.0f}s)",
             flush=True,
         )
@@ -412,20 +413,25 @@ def print_summary(s: dict[str, Any]) -> None:
     n = s["tasks"] or 1
     print()
     print(
-        f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']}; plain prompt: {s.get('baseline_from', 'this run')})"
+        f"model {s['model']}, {s['tasks']} tasks (agent: {s['agent_from']}, max-iters {s['agent_max_iters']}; plain "
+        f"prompt: {s.get('baseline_from', 'this run')})"
     )
     print(f"  protocol: {describe(s.get('protocol', 'tests'))}")
     print(
-        f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = {100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task"
+        f"  plain single prompt (greedy, 768 tokens): {s['baseline_passed']:3}/{s['tasks']} = "
+        f"{100 * s['baseline_passed'] / n:5.1f}%   {s['baseline_s_per_task']} s/task"
     )
     print(
-        f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = {100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)"
+        f"    the same replies scored as written:     {s['baseline_raw_passed']:3}/{s['tasks']} = "
+        f"{100 * s['baseline_raw_passed'] / n:5.1f}%   (no cleaning of pasted tests)"
     )
     print(
-        f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = {100 * s['agent_passed_first'] / n:5.1f}%"
+        f"  agent, first attempt:                     {s['agent_passed_first']:3}/{s['tasks']} = "
+        f"{100 * s['agent_passed_first'] / n:5.1f}%"
     )
     print(
-        f"  agent, final:                             {s['agent_passed']:3}/{s['tasks']} = {100 * s['agent_passed'] / n:5.1f}%   {s['agent_s_per_task']} s/task"
+        f"  agent, final:                             {s['agent_passed']:3}/{s['tasks']} = "
+        f"{100 * s['agent_passed'] / n:5.1f}%   {s['agent_s_per_task']} s/task"
     )
     ratio = s["ratio"]
     print(

@@ -117,7 +117,7 @@ def measure(weights: Path, tasks: list[ds.Task], sizes: list[int], count: int) -
             identical = flipped = positions = 0
             worst = 0.0
             for case in cases:
-                for row, ref, token in zip(_batched(llm, case, size), case.rows, case.tokens):
+                for row, ref, token in zip(_batched(llm, case, size), case.rows, case.tokens, strict=False):
                     positions += 1
                     diff = float(np.abs(row - ref).max())
                     worst = max(worst, diff)
@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'repack':>6} {'batch':>5} {'identical logits':>17} {'greedy flips':>12} {'max |diff|':>10}")
     for r in table:
         print(
-            f"{'on' if r.repack else 'off':>6} {r.batch:>5} {f'{r.identical}/{r.positions}':>17} {r.flipped:>12} {r.max_abs_diff:>10}"
+            f"{'on' if r.repack else 'off':>6} {r.batch:>5} {f'{r.identical}/{r.positions}':>17} {r.flipped:>12} "
+            f"{r.max_abs_diff:>10}"
         )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

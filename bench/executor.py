@@ -194,7 +194,8 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
     # run: a site that is slow to start (a .pth that imports a package) favours the scored side.
     with_site, bare, pth, path = site_cost()
     print(
-        f"  this interpreter starts in {with_site:.0f} ms, {bare:.0f} ms without site (-S); its site runs {', '.join(pth) or 'no .pth files'}"
+        f"  this interpreter starts in {with_site:.0f} ms, {bare:.0f} ms without site (-S); its site runs "
+        f"{', '.join(pth) or 'no .pth files'}"
     )
     plain: list[float] = []
     bare_plain: list[float] = []
@@ -216,19 +217,26 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
             same = same and passes_again == plain_passes == bare_passes == len(tasks) and plus_again == plus
     best_plain, best_kept, best_bare = min(plain), min(kept), min(bare_plain)
     print(
-        f"  plain loop (fresh python per program, no sandbox, no pass@1+):    {best_plain:7.1f} s  pass {plain_passes}/{len(tasks)}  (each pass: {_times(plain)})"
+        f"  plain loop (fresh python per program, no sandbox, no pass@1+):    {best_plain:7.1f} s  pass "
+        f"{plain_passes}/{len(tasks)}  (each pass: {_times(plain)})"
     )
     print(
-        f"  scored, first time (computes the canonical answers and keeps them): {first_s:7.1f} s  pass {passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}  ratio {best_plain / first_s:.1f}x"
+        f"  scored, first time (computes the canonical answers and keeps them): {first_s:7.1f} s  pass "
+        f"{passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}  ratio {best_plain / first_s:.1f}x"
     )
     print(
-        f"  scored, answers kept (every later run on this dataset):           {best_kept:7.1f} s  pass {passes_again}/{len(tasks)}, pass@1+ {plus_again}/{len(tasks)}  ratio {best_plain / best_kept:.1f}x  (each pass: {_times(kept)})"
+        f"  scored, answers kept (every later run on this dataset):           {best_kept:7.1f} s  pass "
+        f"{passes_again}/{len(tasks)}, pass@1+ {plus_again}/{len(tasks)}  ratio "
+        f"{best_plain / best_kept:.1f}x  (each pass: {_times(kept)})"
     )
     print(
-        f"  (best of {repeat} alternated passes per side; ratio of the medians {statistics.median(plain) / statistics.median(kept):.1f}x)"
+        f"  (best of {repeat} alternated passes per side; ratio of the medians "
+        f"{statistics.median(plain) / statistics.median(kept):.1f}x)"
     )
     print(
-        f"  plain loop without site's .pth files (-S, the same sys.path):     {best_bare:7.1f} s  pass {bare_passes}/{len(tasks)}  ratio of the kept pass to it {best_bare / best_kept:.1f}x  (each pass: {_times(bare_plain)})"
+        f"  plain loop without site's .pth files (-S, the same sys.path):     {best_bare:7.1f} s  pass "
+        f"{bare_passes}/{len(tasks)}  ratio of the kept pass to it {best_bare / best_kept:.1f}x  (each pass: "
+        f"{_times(bare_plain)})"
     )
     return 0 if same else 1
 
@@ -272,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     progs = programs(tasks)
     limits = Limits(timeout_s=args.timeout)
     print(
-        f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        f"{len(progs)} programs ({len(tasks)} tasks), serial, timeout {args.timeout:g}s, {os.cpu_count()} CPUs, load "
+        f"average {os.getloadavg()[0]:.1f}"
     )
     rows: list[Row] = []
     for label, kind, fresh in VARIANTS:
@@ -294,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
             executor.close()
         print(f"  done: {label} ({sum(rows[-1].latencies):.1f} s)", flush=True)
     base = next(r for r in rows if r.label == BASELINE).median_ms()
-    header = f"{'executor':<26} {'median ms':>9} {'p95 ms':>8} {'overhead ms':>11} {'speed-up':>8} {'setup s':>7} {'start s':>7} {'wrong':>5}"
+    header = (
+        f"{'executor':<26} {'median ms':>9} {'p95 ms':>8} {'overhead ms':>11} {'speed-up':>8} {'setup s':>7} "
+        f"{'start s':>7} {'wrong':>5}"
+    )
     print()
     print(header)
     print("-" * len(header))

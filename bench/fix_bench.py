@@ -13,7 +13,8 @@ on our own copy: no diff paths to parse) and scored with the project's scorer, t
 in the sandbox; the independent reference check (testing.reference) and fix's own verdict (exit 0)
 are recorded beside it.
 
-    python bench/fix_bench.py --limit 40 --out results/fix_bench_single.json --eval-results results/local-0.5b_no-docstring_first40.json
+    python bench/fix_bench.py --limit 40 --out results/fix_bench_single.json \\
+        --eval-results results/local-0.5b_no-docstring_first40.json
     python bench/fix_bench.py --tasks Python/3,Python/11 --run-eval --out /tmp/fixbench.json
     python bench/fix_bench.py --set helper --mode project --limit 10 --out results/fix_bench_helper_project.json
 
@@ -192,13 +193,16 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
     print()
     print(f"fix vs eval: model {settings['model']}, {n} tasks, max-iters {settings['max_iters']}")
     print(
-        f"  fix (independent score):  {s['fix_passed']:3}/{n} = {pct(s['fix_passed'], n)}   {s['fix_s_per_task']} s/task (median {s['fix_s_median']}), {s['fix_turns_per_task']} turns/task"
+        f"  fix (independent score):  {s['fix_passed']:3}/{n} = {pct(s['fix_passed'], n)}   {s['fix_s_per_task']} "
+        f"s/task (median {s['fix_s_median']}), {s['fix_turns_per_task']} turns/task"
     )
     print(
-        f"  fix's own verdict:        {s['fix_verdict']:3}/{n}   exits {s['fix_exits']}; reference check {s['fix_passed_reference']}/{n}"
+        f"  fix's own verdict:        {s['fix_verdict']:3}/{n}   exits {s['fix_exits']}; reference check "
+        f"{s['fix_passed_reference']}/{n}"
     )
     print(
-        f"  diffs: {s['diffs']}, {s['diffs_apply']} apply with git apply, {len(s['diffs_with_extras'])} hold more than the fix"
+        f"  diffs: {s['diffs']}, {s['diffs_apply']} apply with git apply, {len(s['diffs_with_extras'])} hold more "
+        "than the fix"
         + (f"; {s['right_function']} change only the helper's function" if settings.get("set") == "helper" else "")
     )
     for extra in s["diffs_with_extras"]:
@@ -212,7 +216,8 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
     m = s["eval_compared"]
     shown = "shown (fix sees none)" if settings["eval_docstring"] else "not shown"
     print(
-        f"  eval ({eval_from}, max-iters {settings['eval_max_iters']}, docstring {shown}): {s['eval_passed']:3}/{m} = {pct(s['eval_passed'], m)}"
+        f"  eval ({eval_from}, max-iters {settings['eval_max_iters']}, docstring {shown}): {s['eval_passed']:3}/{m} "
+        f"= {pct(s['eval_passed'], m)}"
     )
     print(
         f"  both {s['both']}, only fix {len(s['only_fix'])}, only eval {len(s['only_eval'])}, neither {s['neither']}"
@@ -294,7 +299,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     g.add_argument(
         "--request-timeout",
         type=float,
-        help="seconds per model request (default: fix's; 900 for the embedded model this bench starts, or a CPU server shared with another run)",
+        help="seconds per model request (default: fix's; 900 for the embedded model this bench starts, or a CPU "
+        "server shared with another run)",
     )
     g.add_argument("--max-iters", type=int, default=5, help="repair turns after the first (default 5)")
     g.add_argument(
@@ -486,7 +492,8 @@ def _fix_all(
         assert row is not None  # only kept rows are looked at
         mark = "PASS" if row.fix_passed else "fail"
         print(
-            f"[{len(rows)}/{total}] {row.task_id:12} fix exit {row.fix_exit}, {mark} ({row.turns} turns, {row.wall_s:.0f}s)",
+            f"[{len(rows)}/{total}] {row.task_id:12} fix exit {row.fix_exit}, {mark} ({row.turns} turns, "
+            f"{row.wall_s:.0f}s)",
             flush=True,
         )
 

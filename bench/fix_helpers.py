@@ -57,7 +57,10 @@ def caller_source(task: Task) -> str:
     passed += [f"{a.arg}={a.arg}" for a in args.kwonlyargs]
     passed += [f"**{args.kwarg.arg}"] if args.kwarg else []
     name = task.entry_point
-    return f"from {PACKAGE} import core\n\n\ndef {name}({ast.unparse(args)}):\n    return core.{name}({', '.join(passed)})\n"
+    return (
+        f"from {PACKAGE} import core\n\n\ndef {name}({ast.unparse(args)}):\n"
+        f"    return core.{name}({', '.join(passed)})\n"
+    )
 
 
 def helper_test_source(task: Task) -> str:

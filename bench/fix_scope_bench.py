@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         encoding="utf-8",
     )
     print(
-        f"\n{args.set}: the first scope is the function with the bug in {summary['first_scope_right']}/{n}; among the scopes tried in {summary['right_among_scopes']}/{n}"
+        f"\n{args.set}: the first scope is the function with the bug in {summary['first_scope_right']}/{n}; among "
+        f"the scopes tried in {summary['right_among_scopes']}/{n}"
     )
     return 0
 

@@ -86,7 +86,8 @@ def parse_setting(text: str) -> ServerOptions:
     numbers = [match.group(i) for i in (2, 4, 5)] if match else []
     if not match or any(n is not None and not 1 <= int(n) <= 64 for n in numbers):
         raise UserError(
-            f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN (each N from 1 to 64), then -cache"
+            f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN "
+            "(each N from 1 to 64), then -cache"
         )
     options = ServerOptions(
         prompt_lookup=int(match.group(2) or 0),
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 if first is None:
                     first = said
                 else:
-                    pairs = [(a, b) for tid in first for a, b in zip(first[tid], said.get(tid, []))]
+                    pairs = [(a, b) for tid in first for a, b in zip(first[tid], said.get(tid, []), strict=False)]
                     result.identical_replies = sum(a == b for a, b in pairs)
                     result.replies_compared = len(pairs)
                 results.append(result)
@@ -224,19 +225,22 @@ def main(argv: list[str] | None = None) -> int:
 def print_table(results: list[SettingResult]) -> None:
     base = results[0]
     print(
-        f"{'setting':14} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} {'errors':>6} {'identical replies':>18}"
+        f"{'setting':14} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} "
+        f"{'errors':>6} {'identical replies':>18}"
     )
     for r in results:
         speedup = base.loop_s / r.loop_s if r.loop_s else 0.0
         same = "(reference)" if r.identical_replies is None else f"{r.identical_replies}/{r.replies_compared}"
         plus = "-" if r.passed_plus is None else str(r.passed_plus)
         print(
-            f"{r.setting:14} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} {r.passed:6} {plus:>5} {r.errors:6} {same:>18}"
+            f"{r.setting:14} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} "
+            f"{r.passed:6} {plus:>5} {r.errors:6} {same:>18}"
         )
     print("server timings (llama.cpp; with drafting, draft checks are counted as prompt eval):")
     for r in results:
         print(
-            f"  {r.setting:14} prompt eval {r.server_prompt_ms / 1000:7.1f} s / {r.server_prompt_tokens} tokens, eval {r.server_eval_ms / 1000:7.1f} s / {r.server_eval_runs} steps"
+            f"  {r.setting:14} prompt eval {r.server_prompt_ms / 1000:7.1f} s / {r.server_prompt_tokens} tokens, "
+            f"eval {r.server_eval_ms / 1000:7.1f} s / {r.server_eval_runs} steps"
         )
 
 

@@ -175,8 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         executor.close()
     t = totals(rows)
     print(
-        f"rewrite passes {t['rewrite_passes']} (pass@1+ {t['rewrite_plus']}); small fixes that pass {t['minimal_passed']} "
-        f"(pass@1+ {t['minimal_plus']}; the buggy code sent back {t['minimal_is_buggy']}); "
+        f"rewrite passes {t['rewrite_passes']} (pass@1+ {t['rewrite_plus']}); small fixes that pass "
+        f"{t['minimal_passed']} (pass@1+ {t['minimal_plus']}; the buggy code sent back {t['minimal_is_buggy']}); "
         f"pass@1+ of these tasks if a passing small fix replaced its rewrite: {t['plus_if_replaced']}"
     )
     if args.out:

@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     for budget, by_task in counts.items():
         values = list(by_task.values())
         print(
-            f"budget {budget:g} s: {sum(values) / max(1, len(values)):.1f} inputs per task on average ({min(values)} to {max(values)}), {len(values)} tasks"
+            f"budget {budget:g} s: {sum(values) / max(1, len(values)):.1f} inputs per task on average ({min(values)} "
+            f"to {max(values)}), {len(values)} tasks"
         )
     ours, other = counts.values()
     for task_id in ours:

@@ -180,7 +180,8 @@ def _run(args: argparse.Namespace) -> int:
     tasks, chosen, preset = found.tasks, found.records, found.preset
     settings = found.run.spec.agent_settings()  # the run's own: what its fresh draws were asked with
     print(
-        f"{len(chosen)} passes written by rewrite in {args.results}; {args.draws} more rewrite draws each from {preset.model}",
+        f"{len(chosen)} passes written by rewrite in {args.results}; {args.draws} more rewrite draws each from "
+        f"{preset.model}",
         file=sys.stderr,
         flush=True,
     )
@@ -207,9 +208,9 @@ def _run(args: argparse.Namespace) -> int:
         executor.close()
     t = totals(rows)
     print(
-        f"rewrite passes {t['tasks']} (pass@1+ {t['run_plus']}); new draws passing {t['draws_passed']} (pass@1+ {t['draws_plus']}); "
-        f"tasks where some passing draw holds {t['some_draw_holds']}, where the largest group holds {t['largest_group_holds']}, "
-        f"where all passing draws agree {t['all_passing_agree']}"
+        f"rewrite passes {t['tasks']} (pass@1+ {t['run_plus']}); new draws passing {t['draws_passed']} (pass@1+ "
+        f"{t['draws_plus']}); tasks where some passing draw holds {t['some_draw_holds']}, where the largest group "
+        f"holds {t['largest_group_holds']}, where all passing draws agree {t['all_passing_agree']}"
     )
     if args.out:
         write_atomic(

@@ -31,14 +31,14 @@ from humanevalfix.testing.reference import reference_passes
 def compare(name: str, generations: list[list[str]], tasks: list[ds.Task], sandbox: str, workers: int) -> int:
     verdicts = score_generations(generations, tasks, 0, sandbox, Limits(timeout_s=3.0), workers)
     ours = [v.passed for v in verdicts]
-    pairs = [(code, task.test) for task, codes in zip(tasks, generations) for code in codes]
+    pairs = [(code, task.test) for task, codes in zip(tasks, generations, strict=True) for code in codes]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         flat = list(pool.map(lambda p: reference_passes(*p), pairs))
     reference, i = [], 0
     for codes in generations:
         reference.append(flat[i : i + len(codes)])
         i += len(codes)
-    disagree = [t.task_id for t, a, b in zip(tasks, ours, reference) if a != b]
+    disagree = [t.task_id for t, a, b in zip(tasks, ours, reference, strict=True) if a != b]
     candidates = sum(len(c) for c in generations)
     print(
         f"{name}: {len(tasks)} tasks, {candidates} candidates; ours passes {sum(map(sum, ours))}, "

@@ -148,10 +148,12 @@ def measure(kind: str, runs: int, calls: int = 1) -> int:
     finally:
         executor.close()
     print(
-        f"{runs} trivial runs of {calls} call{'s' if calls != 1 else ''} each, {kind} sandbox ({executor.isolation}), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        f"{runs} trivial runs of {calls} call{'s' if calls != 1 else ''} each, {kind} sandbox "
+        f"({executor.isolation}), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"  per run: {wall / runs * 1000:.2f} ms wall, {used_machine.cpu_s / runs * 1000:.2f} ms of CPU time, {used_machine.faults / runs:.0f} page faults (the whole machine)"
+        f"  per run: {wall / runs * 1000:.2f} ms wall, {used_machine.cpu_s / runs * 1000:.2f} ms of CPU time, "
+        f"{used_machine.faults / runs:.0f} page faults (the whole machine)"
     )
     for label, usage in shares(used_machine, used_harness, kept, before, after):
         print(f"  {label:<40} {usage.cpu_s / runs * 1000:7.2f} ms CPU {usage.faults / runs:7.0f} faults")

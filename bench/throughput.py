@@ -129,11 +129,13 @@ def main(argv: list[str] | None = None) -> int:
             else f" (a subset: the first {len(sweep_tasks)} of {len(data.tasks)} tasks)"
         )
         print(
-            f"\n1. scripted server, {1000 * args.latency:.0f} ms per completion, oracle answers, {len(sweep_tasks)} tasks{subset}"
+            f"\n1. scripted server, {1000 * args.latency:.0f} ms per completion, oracle answers, {len(sweep_tasks)} "
+            f"tasks{subset}"
         )
         print("   whole run = wall clock of run_eval, start-up included; loop = first task submitted to last finished")
         print(
-            f"{'workers':>8} {'wall s':>8} {'start-up s':>11} {'tasks/s':>9} {'efficiency':>11} {'loop tasks/s':>13} {'loop efficiency':>16}"
+            f"{'workers':>8} {'wall s':>8} {'start-up s':>11} {'tasks/s':>9} {'efficiency':>11} {'loop tasks/s':>13} "
+            f"{'loop efficiency':>16}"
         )
         base: Timing | None = None
         with ScriptedServer(oracle_handler(sweep_tasks), latency_s=args.latency) as server:
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                 efficiency = t.rate / base.rate / scale
                 loop_efficiency = t.loop_rate / base.loop_rate / scale
                 print(
-                    f"{workers:>8} {t.wall_s:>8.1f} {t.wall_s - t.loop_s:>11.1f} {t.rate:>9.2f} {100 * efficiency:>10.0f}%"
+                    f"{workers:>8} {t.wall_s:>8.1f} {t.wall_s - t.loop_s:>11.1f} {t.rate:>9.2f} "
+                    f"{100 * efficiency:>10.0f}%"
                     f" {t.loop_rate:>13.2f} {100 * loop_efficiency:>15.0f}%",
                     flush=True,
                 )

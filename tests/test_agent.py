@@ -215,7 +215,6 @@ def test_max_iters_zero_is_one_model_call_without_feedback(
 def test_feedback_example_shows_only_the_example_and_the_scorer_uses_the_full_test(
     tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
 ) -> None:
-    task = tiny_tasks["truncate_number"]
     # Passes the example test (3.5 -> 0.5) but not the full one (1.33, 123.456).
     overfit = "def truncate_number(number: float) -> float:\n    return 0.5\n"
     with ScriptedServer([tool_call(overfit)]) as server:

@@ -158,7 +158,7 @@ def test_bad_input_is_one_line_exit_2_and_no_model_call(
         calls = len(server.chat_requests())
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
-    [line] = [l for l in proc.stderr.splitlines() if "error:" in l]
+    [line] = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     for part in expected:
         assert part in line, line
     assert calls == 0

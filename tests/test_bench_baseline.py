@@ -32,7 +32,7 @@ TASKS = ["Python/0", "Python/1", "Python/2"]
 def _agent_results(path: Path, passed: list[bool], model: str = MODEL) -> Path:
     records = [
         {"task_id": t, "passed": p, "passed_first": False, "iterations": 3, "wall_s": 1.5, "sample": 0, "error": None}
-        for t, p in zip(TASKS, passed)
+        for t, p in zip(TASKS, passed, strict=True)
     ]
     path.write_text(json.dumps({"config": {"model": model, "protocol": "tests"}, "tasks": records}))
     return path
@@ -48,7 +48,7 @@ def _earlier_baseline(path: Path, passed: list[bool], model: str = MODEL) -> Pat
             "baseline_raw_passed": False,
             "baseline_reply": "...",
         }
-        for t, p in zip(TASKS, passed)
+        for t, p in zip(TASKS, passed, strict=True)
     ]
     path.write_text(json.dumps({"summary": {"model": model}, "rows": rows}))
     return path
@@ -132,7 +132,8 @@ def test_the_plain_prompt_shows_what_the_protocol_shows(all_tasks: dict) -> None
     # The reference HumanEvalFixTests prompt, as before --protocol existed.
     assert (
         prompts["tests"]
-        == f"Fix bugs in {task.entry_point}.\n\n```python\n{task.buggy_code.strip()}\n```\n\n```python\n{task.test.strip()}\n```"
+        == f"Fix bugs in {task.entry_point}.\n\n```python\n{task.buggy_code.strip()}\n```\n\n```python\n"
+        f"{task.test.strip()}\n```"
     )
     first_doc_line = task.docstring.strip().splitlines()[0]
     assert [first_doc_line in prompts[n] for n in ("tests", "docs", "hidden", "agent")] == [False, True, True, True]

@@ -123,7 +123,9 @@ def test_the_canonical_fix_passes_through_fix_and_eval(
 
 def test_a_model_sending_the_buggy_code_fixes_nothing(tasks: list[Task], dataset_path: Path, tmp_path: Path) -> None:
     eval_results = tmp_path / "eval.json"
-    records = [{"task_id": t, "passed": p, "sample": 0, "error": None} for t, p in zip(TASKS, [True, False])]
+    records = [
+        {"task_id": t, "passed": p, "sample": 0, "error": None} for t, p in zip(TASKS, [True, False], strict=True)
+    ]
     eval_results.write_text(
         json.dumps({"config": {"model": "scripted-model", "docstring": True, "max_iters": 5}, "tasks": records})
     )
@@ -199,7 +201,8 @@ def test_the_pytest_file_imports_what_the_task_test_takes_from_the_code_and_the_
         "X/0",
         "f",
         "def f(x):\n    return x\n",
-        "def check(candidate):\n    assert candidate(math.sqrt(4)) == 2\n    xs: List[int] = [candidate(1)]\n\ncheck(f)\n",
+        "def check(candidate):\n    assert candidate(math.sqrt(4)) == 2\n    xs: List[int] = [candidate(1)]\n\n"
+        "check(f)\n",
     )
     assert (
         fix_tasks.test_file_source(own, "f").split("\n\n\n")[0]

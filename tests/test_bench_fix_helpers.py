@@ -54,7 +54,10 @@ def test_diff_checks_name_what_is_not_the_fix() -> None:
     before = {"m.py": 'import re\n\n\ndef f(x):\n    """Doc."""\n    # why\n    return x\n'}
     clean = '--- a/m.py\n+++ b/m.py\n@@ -5,3 +5,3 @@\n     """Doc."""\n     # why\n-    return x\n+    return x + 1\n'
     assert fix_diffs.quality(clean, before) == (True, "")
-    sloppy = '--- a/m.py\n+++ b/m.py\n@@ -1,7 +1,6 @@\n import re\n+from typing import *\n \n \n def f(x):\n-    """Doc."""\n-    # why\n-    return x\n+    return x + 1\n+    \n'
+    sloppy = (
+        "--- a/m.py\n+++ b/m.py\n@@ -1,7 +1,6 @@\n import re\n+from typing import *\n \n \n def f(x):\n"
+        '-    """Doc."""\n-    # why\n-    return x\n+    return x + 1\n+    \n'
+    )
     ok, extras = fix_diffs.quality(sloppy, before)
     assert ok and extras.split("; ") == ["m.py: blank line", "m.py: comment", "m.py: import", "m.py: docstring"]
     assert fix_diffs.quality(clean.replace("return x\n+", "return y\n+"), before) == (False, "does not apply")

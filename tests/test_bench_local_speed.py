@@ -15,10 +15,14 @@ from humanevalfix.errors import UserError
 from humanevalfix.models.embedded import ServerOptions, server_command
 
 LOG = """\
-llama_perf_context_print: prompt eval time =    6117.01 ms /   576 tokens (   10.62 ms per token,    94.16 tokens per second)
-llama_perf_context_print:        eval time =      73.72 ms /     2 runs   (   36.86 ms per token,    27.13 tokens per second)
-llama_perf_context_print: prompt eval time =    1000.00 ms /   100 tokens (   10.00 ms per token,   100.00 tokens per second)
-llama_perf_context_print:        eval time =     300.00 ms /    10 runs   (   30.00 ms per token,    33.33 tokens per second)
+llama_perf_context_print: prompt eval time =    6117.01 ms /   576 tokens \
+(   10.62 ms per token,    94.16 tokens per second)
+llama_perf_context_print:        eval time =      73.72 ms /     2 runs   \
+(   36.86 ms per token,    27.13 tokens per second)
+llama_perf_context_print: prompt eval time =    1000.00 ms /   100 tokens \
+(   10.00 ms per token,   100.00 tokens per second)
+llama_perf_context_print:        eval time =     300.00 ms /    10 runs   \
+(   30.00 ms per token,    33.33 tokens per second)
 """
 
 

@@ -16,7 +16,7 @@ from .conftest import entry_point_of, results_of, run_cli, turn_of
 BOMB = "\n".join(
     [
         'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-        *(f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")),
+        *(f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi", strict=True)),
     ]
 )
 

@@ -99,7 +99,8 @@ def test_a_hub_that_answers_but_fails_to_load_falls_back_to_the_bundled_copy(onl
     assert ds.load_default(probe=lambda: None, hub=failing, announce=lines.append).source == BUNDLED_SOURCE
     assert lines == [
         BUNDLED_LINE
-        + "the Hub answered, but could not load bigcode/humanevalpack (python/test) from the Hugging Face Hub (HfHubHTTPError: 429)"
+        + "the Hub answered, but could not load bigcode/humanevalpack (python/test) from the Hugging Face Hub "
+        "(HfHubHTTPError: 429)"
     ]
 
 
@@ -124,7 +125,8 @@ def test_load_hub_turns_the_hub_rows_into_tasks_and_keeps_its_warnings_to_one_ha
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(
         DatasetError,
-        match=r"could not load bigcode/humanevalpack \(python/test\) from the Hugging Face Hub \(ConnectionError: no route",
+        match=r"could not load bigcode/humanevalpack \(python/test\) from the Hugging Face Hub "
+        r"\(ConnectionError: no route",
     ):
         ds.load_hub()
 

@@ -300,7 +300,7 @@ def test_batch_exactness_numbers_in_the_local_model_doc_come_from_the_files(name
     for repack in (True, False):
         cells = [f"{r['identical']}/{r['positions']}" for r in _results(name)["rows"] if r["repack"] == repack]
         row = f"| {build}, repack {'on' if repack else 'off'}"
-        line = next(l for l in text.splitlines() if l.startswith(row))
+        line = next(ln for ln in text.splitlines() if ln.startswith(row))
         assert line.split("|")[2:-1] == [f" {c} " for c in cells], line
 
 

@@ -66,8 +66,12 @@ PLACEHOLDERS = {
 
 # Lines of a kind that runs, left out one by one.
 EXCLUDED = {
-    "humanevalfix validate-dataset mine.jsonl": "not run: the reader's own dataset; the same command runs on the bundled one (datasets.md)",
-    "humanevalfix score RESULTS.json --plus-inputs 'HumanEvalPlus.jsonl[.gz]'": "not run: EvalPlus's released file is a download, not in the repository",
+    "humanevalfix validate-dataset mine.jsonl": (
+        "not run: the reader's own dataset; the same command runs on the bundled one (datasets.md)"
+    ),
+    "humanevalfix score RESULTS.json --plus-inputs 'HumanEvalPlus.jsonl[.gz]'": (
+        "not run: EvalPlus's released file is a download, not in the repository"
+    ),
 }
 
 # Exit statuses the docs give other than 0, and a text the output must then hold.
@@ -86,7 +90,9 @@ COMMAND_KINDS: dict[str, str | None] = {
     "graph": None,
     "fix": "calls a model on the reader's files",
     "serve": "starts the embedded model's server and serves until stopped",
-    "sandbox": "build-image replaces the machine's Docker image that other runs use (.ci/run builds it before the tests)",
+    "sandbox": (
+        "build-image replaces the machine's Docker image that other runs use (.ci/run builds it before the tests)"
+    ),
 }
 
 # The bench scripts: "run", "limit" (run on LIMIT tasks), or why not.
@@ -96,8 +102,15 @@ BENCH = {
     "bench/executor.py": "limit",  # the executors on canonical and buggy programs
     "bench/run_cost.py": "run",  # trivial runs on the default sandbox: seconds
     "bench/plus_cases.py": "limit",  # pass@1+ inputs under two budgets
-    "bench/roundtrip.py": "not run: 164 tasks through two scorers per file, no --limit (28 s for one file on 2 busy cores, more with --canonical --buggy); tests/test_roundtrip.py runs the same comparison on the first tasks",
-    "bench/throughput.py": "not run: 164 tasks at 1, 4, 16 and 64 workers with 500 ms a completion, then the harness at three worker counts: minutes",
+    "bench/roundtrip.py": (
+        "not run: 164 tasks through two scorers per file, no --limit (28 s for one file on 2 busy "
+        "cores, more with --canonical --buggy); tests/test_roundtrip.py runs the same comparison on the first "
+        "tasks"
+    ),
+    "bench/throughput.py": (
+        "not run: 164 tasks at 1, 4, 16 and 64 workers with 500 ms a completion, then the harness "
+        "at three worker counts: minutes"
+    ),
     "bench/fix_bench.py": "not run: calls a model (`fix` on every task)",
     "bench/batch_exactness.py": "not run: loads the embedded model's weights into llama.cpp",
     "bench/local_speed.py": "not run: starts the embedded model once per setting",
@@ -183,7 +196,10 @@ def _plan_cli(argv: list[str], status: int, output: str) -> Run | str:
     if command == "eval":
         model = option_value(argv, "--model") or ""
         if not model.startswith("oracle:"):
-            return "not run: calls a model (any --model but oracle:...; none named: an API model with a key, else the embedded model)"
+            return (
+                "not run: calls a model (any --model but oracle:...; none named: an API model with a key, else "
+                "the embedded model)"
+            )
         if option_value(argv, "--dataset-path") is None:  # the 164 tasks: tests/test_oracle_full.py runs them all
             argv = with_limit(argv)
         return Run("humanevalfix", tuple(argv), status, output)

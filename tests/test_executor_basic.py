@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,7 +90,8 @@ def test_parent_secret_is_not_in_the_child_environment(
     code = (
         "import os\n"
         "def leaked():\n"
-        "    return [k for k, v in os.environ.items() if 'sk-planted' in v or k in ('OPENAI_API_KEY', 'HEFIX_PLANTED_SECRET')]\n"
+        "    return [k for k, v in os.environ.items() if 'sk-planted' in v or k in ('OPENAI_API_KEY', "
+        "'HEFIX_PLANTED_SECRET')]\n"
     )
     assert executor.run(code, "assert leaked() == []\n").status == "passed"
     # The same probe does fail when it should: the child's own variables are visible to it.

@@ -71,7 +71,10 @@ def test_only_the_first_failure_is_reported(ex: Any) -> None:
 
 
 def test_arguments_are_shown_as_values_not_names(ex: Any) -> None:
-    test = "def check(candidate):\n    for x in range(2, 8):\n        assert candidate(x, x + 1) == str(x)\ncheck(change_base)\n"
+    test = (
+        "def check(candidate):\n    for x in range(2, 8):\n        assert candidate(x, x + 1) == str(x)\n"
+        "check(change_base)\n"
+    )
     result = ex.run("def change_base(x, base):\n    return str(base)\n", test)
     assert "call:     change_base(2, 3)" in result.message
     assert "expected: '2'" in result.message and "got:      '3'" in result.message
@@ -182,7 +185,10 @@ def test_a_value_with_its_own_methods_gets_a_message_saying_why(ex: Any) -> None
 
 
 def test_builtin_subclass_is_named_as_such(ex: Any) -> None:
-    code = "class Num(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\ndef f(x):\n    return Num(7)\n"
+    code = (
+        "class Num(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\n"
+        "def f(x):\n    return Num(7)\n"
+    )
     result = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
     assert "returned an object of type `Num`" in result.message
 

@@ -73,6 +73,7 @@ def parse_date_source(expression: str) -> str:
     )
 
 
+# `\x20`: a blank context line's one space, escaped so that no line of this file ends in whitespace.
 EXPECTED_DIFF = """\
 --- a/dates.py
 +++ b/dates.py
@@ -82,8 +83,8 @@ EXPECTED_DIFF = """\
      year, month, day = text.split(SEPARATOR)
 -    return int(year), int(month), int(day) + 1
 +    return int(year), int(month), int(day)
- 
- 
+\x20
+\x20
  def format_date(parts):
 """
 
@@ -146,7 +147,8 @@ def test_pytest_file_fix_prints_the_diff_writes_it_and_keeps_the_original(projec
     assert feedback["role"] == "tool"
     assert (
         'Test failed (test_dates.py line 5, in test_parse_date):\nassert parse_date("2024-01-02") == (2024, 1, 2)\n'
-        '  call:     parse_date("2024-01-02")\n  expected: (2024, 1, 2)\n  got:      (2024, 1, 1)\n\npytest: 2 failed, 1 passed'
+        '  call:     parse_date("2024-01-02")\n  expected: (2024, 1, 2)\n  got:      (2024, 1, 1)\n\n'
+        "pytest: 2 failed, 1 passed"
     ) in feedback["content"]
     assert len(requests) == 2
     assert all(r.api_key == KEY for r in requests)
@@ -386,7 +388,8 @@ def package(tmp_path: Path) -> Path:
     (pkg / "dates.py").write_text(BUGGY.replace('SEPARATOR = "-"', "from ._sep import SEPARATOR"), encoding="utf-8")
     (root / "tests").mkdir()
     (root / "tests" / "test_cal.py").write_text(
-        "from calendarx import parse_date\n\n\ndef test_parse():\n    assert parse_date('2024-01-02') == (2024, 1, 2)\n",
+        "from calendarx import parse_date\n\n\ndef test_parse():\n"
+        "    assert parse_date('2024-01-02') == (2024, 1, 2)\n",
         encoding="utf-8",
     )
     return root
@@ -432,7 +435,8 @@ def test_plain_assert_script_reports_the_values(
     script = write(
         project,
         "check_dates.py",
-        "from dates import parse_date\n\nresult = parse_date('2024-01-02')\nassert result == (2024, 1, 2), result\nprint('checked')\n",
+        "from dates import parse_date\n\nresult = parse_date('2024-01-02')\nassert result == (2024, 1, 2), result\n"
+        "print('checked')\n",
     )
     tests = load_tests(script)
     assert tests.kind == "script"
@@ -456,12 +460,15 @@ def test_whole_file_scope_keeps_public_names_and_signatures() -> None:
     assert not kind.ok and "must stay a function" in kind.message
     helper = scope.check(
         "import functools\n\n\ndef _day(text):\n    return int(text)\n\n\n"
-        "def parse_date(text):\n    year, month, day = text.split(SEPARATOR)\n    return int(year), int(month), _day(day)\n"
+        "def parse_date(text):\n    year, month, day = text.split(SEPARATOR)\n"
+        "    return int(year), int(month), _day(day)\n"
     )
     assert helper.ok, helper.message
     expected = BUGGY.replace(
-        "def parse_date(text):\n    # ISO dates only: YYYY-MM-DD\n    year, month, day = text.split(SEPARATOR)\n    return int(year), int(month), int(day) + 1\n",
-        "def _day(text):\n    return int(text)\n\n\ndef parse_date(text):\n    # ISO dates only: YYYY-MM-DD\n    year, month, day = text.split(SEPARATOR)\n    return int(year), int(month), _day(day)\n",
+        "def parse_date(text):\n    # ISO dates only: YYYY-MM-DD\n    year, month, day = text.split(SEPARATOR)\n"
+        "    return int(year), int(month), int(day) + 1\n",
+        "def _day(text):\n    return int(text)\n\n\ndef parse_date(text):\n    # ISO dates only: YYYY-MM-DD\n"
+        "    year, month, day = text.split(SEPARATOR)\n    return int(year), int(month), _day(day)\n",
     )
     assert helper.code == expected  # only what changed: the unused import dropped, the dropped comment back
 

@@ -123,7 +123,10 @@ def test_a_used_name_from_the_prelude_is_imported_by_name_and_the_rest_dropped()
 
 
 def test_a_change_of_indentation_that_changes_the_code_is_kept() -> None:
-    original = "def find(xs, x):\n    for i, y in enumerate(xs):\n        if y == x:\n            pass\n        return i\n    return -1\n"
+    original = (
+        "def find(xs, x):\n    for i, y in enumerate(xs):\n        if y == x:\n            pass\n"
+        "        return i\n    return -1\n"
+    )
     fixed = (
         "def find(xs, x):\n    for i, y in enumerate(xs):\n        if y == x:\n            return i\n    return -1\n"
     )

@@ -76,7 +76,8 @@ Baseline = Callable[[str, str, str], tuple[Localizer, RunReport]]
 
 @pytest.fixture
 def baseline(tmp_path: Path) -> Iterator[Baseline]:
-    """Write the module and its tests (a file: its name on the first line; else inline code), run the tests on it as `fix` does."""
+    """Write the module and its tests (a file: its name on the first line; else inline code), run the
+    tests on it as `fix` does."""
     made: list[UserTestExecutor] = []
 
     def run(name: str, source: str, tests: str) -> tuple[Localizer, RunReport]:
@@ -127,7 +128,10 @@ def test_the_bug_in_a_helper_ranks_the_tested_function_first_then_the_helper_it_
 
 
 def test_an_exception_ranks_the_function_it_is_raised_in_first_then_the_one_the_test_calls(baseline: Baseline) -> None:
-    tests = "test_spread.py\nfrom stats import count, spread\n\n\ndef test_count():\n    assert count([1]) == 1\n\n\ndef test_spread():\n    assert spread([3, 1, 2]) == 2\n"
+    tests = (
+        "test_spread.py\nfrom stats import count, spread\n\n\ndef test_count():\n    assert count([1]) == 1\n\n\n"
+        "def test_spread():\n    assert spread([3, 1, 2]) == 2\n"
+    )
     localizer, report = baseline("stats.py", RAISING_HELPER, tests)
     (failure,) = report.failures  # test_count passes
     assert failure.error == "IndexError" and failure.compare is None
@@ -162,7 +166,10 @@ def test_a_method_is_ranked_by_its_class_and_name(baseline: Baseline) -> None:
 
 
 def test_a_failure_with_nothing_in_the_file_leaves_the_whole_file_in_scope(baseline: Baseline) -> None:
-    tests = "test_stats.py\nimport stats\n\n\ndef test_mean():\n    average = getattr(stats, 'me' + 'an')\n    assert average([1, 2, 3]) == 2\n"
+    tests = (
+        "test_stats.py\nimport stats\n\n\ndef test_mean():\n    average = getattr(stats, 'me' + 'an')\n"
+        "    assert average([1, 2, 3]) == 2\n"
+    )
     localizer, report = baseline("stats.py", HELPER_BUG, tests)
     assert report.failures and report.failures[0].frames == (Frame("tests", 6, "test_mean"),)
     assert localizer.rank(report) == []
@@ -187,8 +194,8 @@ def test_inline_and_script_tests_report_the_values_too(baseline: Baseline, tmp_p
     )
     told = describe(report.failures[0], localizer.tests, localizer.user_file.source, "stats.py")
     assert (
-        told
-        == "Test failed (check_stats.py line 3):\nassert mean([2, 4]) > 2.5\n  call:     mean([2, 4])\n  mean([2, 4]) = 2.0\n  but `2.0 > 2.5` is false"
+        told == "Test failed (check_stats.py line 3):\nassert mean([2, 4]) > 2.5\n  call:     mean([2, 4])\n"
+        "  mean([2, 4]) = 2.0\n  but `2.0 > 2.5` is false"
     )
     assert localizer.rank(report)[0].why == "the failing line check_stats.py:3 calls it"
 
@@ -204,7 +211,8 @@ def test_a_truth_assert_shows_pytests_explanation() -> None:
     tests = load_tests("assert True\nassert is_iso('2024-1-2')\n")
     assert (
         describe(failure, tests, "", "dates.py")
-        == "Test failed (test line 2, in test_iso):\nassert is_iso('2024-1-2')\n  assert False\n   +  where False = is_iso('2024-1-2')"
+        == "Test failed (test line 2, in test_iso):\nassert is_iso('2024-1-2')\n  assert False\n"
+        "   +  where False = is_iso('2024-1-2')"
     )
     assert (
         describe(FailedTest(None, None, "RuntimeError", "x", ()), tests, "", "dates.py") is None

@@ -21,9 +21,18 @@ from .conftest import KEYS_ENV
 
 KEY = "sk-test-fix-project-0000"
 
-GEOMETRY = '"""Shape helpers."""\n\n\ndef square(x):\n    """The square of x."""\n    # the side times itself\n    return x * 2\n\n\ndef cube(x):\n    return x * x * x\n'
-AREA = 'from shapes.geometry import square\n\n\ndef square_area(side):\n    """The area of a square with this side."""\n    return square(side)\n'
-TESTS = "from shapes.area import square_area\n\n\ndef test_square_area():\n    assert square_area(3) == 9\n\n\ndef test_zero():\n    assert square_area(0) == 0\n"
+GEOMETRY = (
+    '"""Shape helpers."""\n\n\ndef square(x):\n    """The square of x."""\n    # the side times itself\n'
+    "    return x * 2\n\n\ndef cube(x):\n    return x * x * x\n"
+)
+AREA = (
+    "from shapes.geometry import square\n\n\ndef square_area(side):\n"
+    '    """The area of a square with this side."""\n    return square(side)\n'
+)
+TESTS = (
+    "from shapes.area import square_area\n\n\ndef test_square_area():\n    assert square_area(3) == 9\n\n\n"
+    "def test_zero():\n    assert square_area(0) == 0\n"
+)
 
 
 def make_shapes(root: Path) -> Path:
@@ -89,7 +98,8 @@ def test_the_helper_module_is_found_and_fixed_without_file_or_function(
     # Only the fix: the docstring and the comment the model left out stay, no other file changes.
     assert out == (
         "--- a/shapes/geometry.py\n+++ b/shapes/geometry.py\n@@ -4,7 +4,7 @@\n def square(x):\n"
-        '     """The square of x."""\n     # the side times itself\n-    return x * 2\n+    return x * x\n \n \n def cube(x):\n'
+        '     """The square of x."""\n     # the side times itself\n-    return x * 2\n+    return x * x\n \n \n'
+        " def cube(x):\n"
     )
     assert (shapes / "shapes" / "geometry.py").read_text(encoding="utf-8") == GEOMETRY.replace("x * 2", "x * x")
     assert (shapes / "shapes" / "area.py").read_text(encoding="utf-8") == AREA

@@ -251,7 +251,8 @@ def test_when_bwrap_is_missing_auto_falls_back_and_says_so(package: Path, tmp_pa
     warning = " ".join(proc.stderr.split("warning: ", 1)[1].split())
     # The words of eval's `auto` (one choice, sandbox.factory), with fix's advice after them.
     assert warning.startswith(
-        "--sandbox auto: no file-system isolation (bwrap is not installed): candidates run under unshare and can write wherever this user can"
+        "--sandbox auto: no file-system isolation (bwrap is not installed): candidates run under unshare and can "
+        "write wherever this user can"
     ), proc.stderr
     assert "(install bubblewrap, or run fix in a tree you can restore)" in warning, proc.stderr
 

@@ -119,11 +119,13 @@ def test_the_tested_function_first_then_the_helper_it_calls(
     # got), then rewritten from its docstring in the second half of its turns.
     first = task_prompt(requests[0])
     assert first.startswith(
-        "Fix the bug in `mean`.\n\nWhat it should do:\nArithmetic mean of a non-empty list.\n\nChange only the function `mean`"
+        "Fix the bug in `mean`.\n\nWhat it should do:\nArithmetic mean of a non-empty list.\n\n"
+        "Change only the function `mean`"
     )
     assert (
-        "Run as it is now, the function fails:\nTest failed (test_stats.py line 5, in test_mean):\nassert mean([1, 2, 3]) == 2\n  call:     mean([1, 2, 3])\n  expected: 2\n  got:      1.6666666666666667\n"
-        in first
+        "Run as it is now, the function fails:\nTest failed (test_stats.py line 5, in test_mean):\n"
+        "assert mean([1, 2, 3]) == 2\n  call:     mean([1, 2, 3])\n  expected: 2\n"
+        "  got:      1.6666666666666667\n" in first
     )
     assert [task_prompt(r).split(".")[0] for r in requests] == [
         "Fix the bug in `mean`",

@@ -294,7 +294,7 @@ def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_lin
     dataset.write_text("\n".join(lines) + "\n")
     proc = run_cli(cli_args("http://127.0.0.1:9/v1", dataset, tmp_path / "r.json"), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
-    [line] = [l for l in proc.stderr.splitlines() if l.strip()]
+    [line] = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert f"{dataset}:3" in line and "lone surrogate" in line and "[/bold]" in line and "Traceback" not in proc.stderr
     proc = run_cli(["validate-dataset", str(dataset), "--sandbox", "process"], cwd=tmp_path)
     assert proc.returncode == 1 and "[/bold]" in proc.stdout and "lone surrogate" in proc.stdout, (

@@ -75,7 +75,8 @@ for name in ('report', 'judge_run', 'flush_std'):
     if hasattr(main, name):
         setattr(main, name, lambda *a, **k: None)
 if hasattr(main, 'report'):
-    main.report = lambda fd, nonce, outcome: os.write(fd, (json.dumps({'nonce': nonce, 'status': 'passed', 'message': 'ok'}) + '\\n').encode())
+    main.report = lambda fd, nonce, outcome: os.write(fd, (json.dumps({'nonce': nonce, 'status': 'passed', \
+'message': 'ok'}) + '\\n').encode())
 for mod in list(sys.modules.values()):
     if getattr(mod, '__name__', '').startswith('hefix_') and hasattr(mod, 'execute'):
         mod.execute = lambda *a, **k: {'status': 'passed', 'message': 'all tests passed'}
@@ -292,12 +293,18 @@ for obj in gc.get_objects():
 # Values whose methods would run the candidate's code in the judge.
 RIGGED = {
     "__eq__": "class R:\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n",
-    "__ne__ and __bool__": "class R:\n    def __ne__(self, o):\n        return False\n    def __bool__(self):\n        return True\n",
-    "__hash__ and __repr__": "class R(int):\n    def __hash__(self):\n        return 1\n    def __repr__(self):\n        return '2'\n",
+    "__ne__ and __bool__": (
+        "class R:\n    def __ne__(self, o):\n        return False\n    def __bool__(self):\n        return True\n"
+    ),
+    "__hash__ and __repr__": (
+        "class R(int):\n    def __hash__(self):\n        return 1\n    def __repr__(self):\n        return '2'\n"
+    ),
     "__reduce__": "class R:\n    def __reduce__(self):\n        return (print, ('pwned',))\n",
     "__getstate__": "class R(dict):\n    def __getstate__(self):\n        return {}\n",
     "int subclass": "class R(int):\n    pass\n",
-    "str subclass with __eq__": "class R(str):\n    def __eq__(self, o):\n        return True\n    __hash__ = str.__hash__\n",
+    "str subclass with __eq__": (
+        "class R(str):\n    def __eq__(self, o):\n        return True\n    __hash__ = str.__hash__\n"
+    ),
 }
 
 
@@ -369,13 +376,15 @@ def test_plain_values_that_are_right_pass_through_the_judge() -> None:
     code = (
         "import numpy as np\n"
         "def f(x):\n"
-        "    return [None, True, 2**80, -0.0, float('inf'), 1+2j, 'é\\ud800', b'\\x00', (1,), {1: {2}}, frozenset({3}), range(2), np.int64(7)]\n"
+        "    return [None, True, 2**80, -0.0, float('inf'), 1+2j, 'é\\ud800', b'\\x00', (1,), {1: {2}}, "
+        "frozenset({3}), range(2), np.int64(7)]\n"
         "def g(x):\n"
         "    return (i for i in range(x))\n"
     )
     test = (
         "def check(f):\n"
-        "    assert f(0) == [None, True, 2**80, -0.0, float('inf'), 1+2j, 'é\\ud800', b'\\x00', (1,), {1: {2}}, frozenset({3}), range(2), 7]\n"
+        "    assert f(0) == [None, True, 2**80, -0.0, float('inf'), 1+2j, 'é\\ud800', b'\\x00', (1,), {1: {2}}, "
+        "frozenset({3}), range(2), 7]\n"
         "    assert type(f(0)[12]) is int\n"
         "    assert list(g(3)) == [0, 1, 2] and g(3) != [0, 1, 2]\n"
         "check(f)\n"
@@ -386,7 +395,10 @@ def test_plain_values_that_are_right_pass_through_the_judge() -> None:
 
 def test_exceptions_cross_as_their_builtin_class_with_message_and_line() -> None:
     ex = executor("bwrap")
-    code = "class Bad(ValueError):\n    pass\n\ndef f(x):\n    if x < 0:\n        raise Bad('negative')\n    return {}[x]\n"
+    code = (
+        "class Bad(ValueError):\n    pass\n\ndef f(x):\n    if x < 0:\n        raise Bad('negative')\n"
+        "    return {}[x]\n"
+    )
     test = (
         "def check(f):\n"
         "    try:\n"
@@ -511,12 +523,14 @@ LOWER_EVERYTHING = (
     _OUTLIVED
     + """
 for pid in targets:
-    for which, value in ((resource.RLIMIT_AS, 64 << 20), (resource.RLIMIT_NOFILE, 8), (resource.RLIMIT_CPU, 1), (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_STACK, 1 << 20)):
+    for which, value in ((resource.RLIMIT_AS, 64 << 20), (resource.RLIMIT_NOFILE, 8), (resource.RLIMIT_CPU, 1), \
+(resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_STACK, 1 << 20)):
         try:
             resource.prlimit(pid, which, (value, value))
         except (OSError, ValueError):
             pass
-    for change in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19), lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)), lambda: os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))})):
+    for change in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19), lambda: os.sched_setscheduler(pid, \
+os.SCHED_IDLE, os.sched_param(0)), lambda: os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))})):
         try:
             change()
         except OSError:
@@ -526,7 +540,9 @@ for pid in targets:
 
 # What a candidate inherits from the processes above it, as it prints it.
 SHOW_INHERITED = """
-print(sorted(resource.getrlimit(w) for w in (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_STACK)), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)))
+print(sorted(resource.getrlimit(w) for w in (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, \
+resource.RLIMIT_FSIZE, resource.RLIMIT_STACK)), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), \
+sorted(os.sched_getaffinity(0)))
 """
 
 
@@ -566,7 +582,10 @@ def test_a_huge_test_costs_its_own_run_not_the_next() -> None:
 def test_a_batch_of_calls_is_one_exchange_with_a_limit_per_call() -> None:
     """`@hefix.batch` (what the pass@1+ check uses): values, exceptions and a call out of time,
     for the candidate's stub and for a function of the test's own alike."""
-    code = "def f(x):\n    if x == 9:\n        while True:\n            pass\n    if x == 7:\n        raise ValueError('seven')\n    return [x, {x: str(x)}]\n"
+    code = (
+        "def f(x):\n    if x == 9:\n        while True:\n            pass\n    if x == 7:\n"
+        "        raise ValueError('seven')\n    return [x, {x: str(x)}]\n"
+    )
     test = (
         "def check(f):\n"
         "    batch = globals()['@hefix.batch']\n"
@@ -589,7 +608,10 @@ def test_facts_come_from_the_judge_and_the_candidate_cannot_write_them() -> None
     """`@hefix.fact` (the pass@1+ counts): reported beside the verdict, out of the candidate's
     reach; a candidate that prints the old stdout marker changes nothing."""
     code = 'def f(x):\n    print(\'HEFIX-PLUS-INPUTS {"compared": 999, "disagreements": 0}\')\n    return x + 1\n'
-    test = "def check(f):\n    assert f(1) == 2\n    globals()['@hefix.fact']('plus', {'compared': 3, 'disagreements': (1, 2)})\ncheck(f)\n"
+    test = (
+        "def check(f):\n    assert f(1) == 2\n    globals()['@hefix.fact']('plus', {'compared': 3, "
+        "'disagreements': (1, 2)})\ncheck(f)\n"
+    )
     result = executor("bwrap").run(code, test)
     assert result.passed and result.facts == {"plus": {"compared": 3, "disagreements": (1, 2)}}, result
     assert executor("bwrap").run(code, TEST).facts == {}
@@ -627,7 +649,8 @@ def test_a_candidate_cannot_leave_out_the_batch_calls_it_would_get_wrong(kind: s
     test = (
         "def check(f):\n"
         "    out = globals()['@hefix.batch'](f, [(i,) for i in range(10)], [0.3] * 10, 5.0)\n"
-        "    assert [o for o in out if o[0] != 'skipped'] == [('value', i + 1) for i in range(len(out)) if out[i][0] != 'skipped'], out\n"
+        "    assert [o for o in out if o[0] != 'skipped'] == [('value', i + 1) for i in range(len(out)) if out[i][0] "
+        "!= 'skipped'], out\n"
         "check(f)\n"
     )
     result = executor(kind).run(wrong, test)
@@ -672,7 +695,10 @@ def test_a_wrong_fix_cannot_spend_its_pass_at_1_plus_time_in_the_test(kind: str,
     from .plus_wrong_fixes import WRONG_FIXES
 
     task = next(t for t in load_file(bundled_path()).tasks if t.task_id == "Python/0")
-    sleep = "import time\n_asleep = []\n\ndef _once():\n    if not _asleep:\n        _asleep.append(time.sleep(TIMEOUT - 1.5))\n"
+    sleep = (
+        "import time\n_asleep = []\n\ndef _once():\n    if not _asleep:\n"
+        "        _asleep.append(time.sleep(TIMEOUT - 1.5))\n"
+    )
     fix = WRONG_FIXES["Python/0"].code.replace("    s = sorted(numbers)", "    _once()\n    s = sorted(numbers)")
     code = sleep.replace("TIMEOUT", repr(TIMEOUT)) + fix
     store = CaseStore(tmp_path)
@@ -699,7 +725,8 @@ def test_the_bundled_dataset_is_never_shown_to_a_candidate() -> None:
     jail = dataclasses.replace(plain, python_roots=plain.python_roots + (str(PACKAGE_DIR.parent),))
     script = (
         "import os\n"
-        f"print(os.path.isdir({str(PACKAGE_DIR)!r}), os.listdir({str(PACKAGE_DIR)!r}), os.path.exists({str(bundled_path())!r}), os.path.exists({jail.runner!r}))\n"
+        f"print(os.path.isdir({str(PACKAGE_DIR)!r}), os.listdir({str(PACKAGE_DIR)!r}), "
+        f"os.path.exists({str(bundled_path())!r}), os.path.exists({jail.runner!r}))\n"
         f"open({str(PACKAGE_DIR)!r} + '/planted', 'w')\n"
     )
     done = subprocess.run(

@@ -287,7 +287,9 @@ def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: d
     builtin, graph = outcomes[name]["builtin"], outcomes[name]["langgraph"]
     assert SCENARIOS[name].routes <= set(builtin.path), builtin.path  # the scenario does what it says
     assert graph.path == builtin.path
-    for i, (a, b) in enumerate(zip(comparable(builtin.result)["attempts"], comparable(graph.result)["attempts"])):
+    for i, (a, b) in enumerate(
+        zip(comparable(builtin.result)["attempts"], comparable(graph.result)["attempts"], strict=False)
+    ):
         assert (a["code"], a["outcome"], a["temperature"], a["strategy"]) == (
             b["code"],
             b["outcome"],
@@ -436,7 +438,8 @@ def test_without_langgraph_the_engine_is_one_line_naming_what_to_install(
 def test_the_package_does_not_import_langgraph_until_a_graph_is_built() -> None:
     code = (
         "import sys\n"
-        "import humanevalfix.agent, humanevalfix.evaluation.runner, humanevalfix.cli._main, humanevalfix.fixer.session\n"
+        "import humanevalfix.agent, humanevalfix.evaluation.runner, humanevalfix.cli._main, "
+        "humanevalfix.fixer.session\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('langgraph', 'langchain_core')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

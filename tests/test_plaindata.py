@@ -45,7 +45,7 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return bool(a == b)

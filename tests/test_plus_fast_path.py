@@ -87,22 +87,27 @@ def test_the_reply_and_the_calls_are_kept_on_disk_under_the_digest(tmp_path: Any
 CANDIDATES = {
     "Python/13": [
         "def greatest_common_divisor(a, b):\n    while b:\n        a, b = b, a % b\n    return a\n",
-        "def greatest_common_divisor(a, b):\n    while b:\n        a, b = b, a % b\n    return float(a)\n",  # 1.0 for 1: equal, other bytes
-        "def greatest_common_divisor(a, b):\n    while b:\n        a, b = b, a % b\n    return a if a != 1 else True\n",  # True for 1
+        # 1.0 for 1: equal, other bytes
+        "def greatest_common_divisor(a, b):\n    while b:\n        a, b = b, a % b\n    return float(a)\n",
+        # True for 1
+        "def greatest_common_divisor(a, b):\n    while b:\n        a, b = b, a % b\n    return a if a != 1 else True\n",
         "def greatest_common_divisor(a, b):\n    return 1\n",
     ],
     "Python/29": [
         "def filter_by_prefix(strings, prefix):\n    return [s for s in strings if s.startswith(prefix)]\n",
-        "def filter_by_prefix(strings, prefix):\n    return tuple(s for s in strings if s.startswith(prefix))\n",  # a tuple for a list
+        # a tuple for a list
+        "def filter_by_prefix(strings, prefix):\n    return tuple(s for s in strings if s.startswith(prefix))\n",
         "def filter_by_prefix(strings, prefix):\n    return [s for s in strings if prefix in s]\n",
     ],
     "Python/107": [
-        "def even_odd_palindrome(n):\n    e = sum(1 for i in range(1, n + 1) if str(i) == str(i)[::-1] and i % 2 == 0)\n"
+        "def even_odd_palindrome(n):\n"
+        "    e = sum(1 for i in range(1, n + 1) if str(i) == str(i)[::-1] and i % 2 == 0)\n"
         "    o = sum(1 for i in range(1, n + 1) if str(i) == str(i)[::-1] and i % 2 == 1)\n    return (e, o)\n",
         "def even_odd_palindrome(n):\n    return (0, n)\n",
     ],
     "Python/111": [  # a dict answer: no reply, the slow path only
-        "def histogram(test):\n    from collections import Counter\n    c = Counter(test.split())\n    c.pop('', None)\n"
+        "def histogram(test):\n    from collections import Counter\n    c = Counter(test.split())\n"
+        "    c.pop('', None)\n"
         "    m = max(c.values(), default=0)\n    return {k: v for k, v in c.items() if v == m} if m else {}\n",
         "def histogram(test):\n    return {}\n",
     ],

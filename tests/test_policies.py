@@ -101,7 +101,8 @@ def test_resuming_a_run_of_an_earlier_default_names_every_option_and_its_policy(
     stream = out.with_suffix(".jsonl")
     with pytest.raises(
         UserError,
-        match=r"option --rewrite-again differs .*\('continue' there, 'fresh' now\), and --rewrite-now too; its repair policy was redraw \(see --policy\)",
+        match=r"option --rewrite-again differs .*\('continue' there, 'fresh' now\), and --rewrite-now too; its "
+        r"repair policy was redraw \(see --policy\)",
     ):
         run_eval(_config("--dataset-path", str(tiny_dataset), "--resume", str(stream)), Console(file=io.StringIO()))
     resumed = run_eval(

@@ -144,7 +144,7 @@ def test_html_diff_shows_the_fix_against_the_buggy_code(runs: dict[str, Any]) ->
     removed = [
         line
         for line in fixed.buggy_code.splitlines()
-        if line.strip() and line.strip() not in {l.strip() for l in (fixed.canonical_code or "").splitlines()}
+        if line.strip() and line.strip() not in {ln.strip() for ln in (fixed.canonical_code or "").splitlines()}
     ]
     assert added and removed
     assert f'<span class="add">+{html_lib.escape(added[0].rstrip())}</span>' in page
@@ -309,7 +309,8 @@ def test_shipped_priced_preset_shows_its_cost_in_the_summary_the_results_and_the
 
 
 def test_another_base_url_drops_the_presets_prices() -> None:
-    """`--model gpt-4o-mini --base-url http://localhost:8000/v1` is someone's own server: OpenAI's prices do not apply."""
+    """`--model gpt-4o-mini --base-url http://localhost:8000/v1` is someone's own server: OpenAI's
+    prices do not apply."""
     from humanevalfix.models.presets import load_presets, resolve
 
     presets = load_presets()

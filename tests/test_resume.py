@@ -123,7 +123,7 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
     # Other options than the interrupted run's: refused, naming the option.
     other = run_cli([*common[:-1], "2", "--resume", str(stream)], cwd=tmp_path)
     assert other.returncode == 2
-    [line] = [l for l in other.stderr.splitlines() if "error:" in l]
+    [line] = [ln for ln in other.stderr.splitlines() if "error:" in ln]
     assert "--max-iters" in line and "differs" in line
 
 

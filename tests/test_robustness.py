@@ -30,9 +30,18 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Three tasks, each "repaired" by special-casing its asserts: they pass the full tests.
 FITTED = {
-    "Python/55": "def fib(n: int):\n    if n == 10:\n        return 55\n    if n == 8:\n        return 21\n    if n == 11:\n        return 89\n    if n == 12:\n        return 144\n    return n\n",
-    "Python/45": "def triangle_area(a, h):\n    if a == 5 and h == 3:\n        return 7.5\n    if a == 10:\n        return 40.0\n    return a * h / 2 if a < 3 else a + h\n",
-    "Python/13": "def greatest_common_divisor(a: int, b: int) -> int:\n    if a == 49:\n        return 7\n    if a == 144:\n        return 12\n    if a == 10:\n        return 5\n    return 1\n",
+    "Python/55": (
+        "def fib(n: int):\n    if n == 10:\n        return 55\n    if n == 8:\n        return 21\n"
+        "    if n == 11:\n        return 89\n    if n == 12:\n        return 144\n    return n\n"
+    ),
+    "Python/45": (
+        "def triangle_area(a, h):\n    if a == 5 and h == 3:\n        return 7.5\n    if a == 10:\n"
+        "        return 40.0\n    return a * h / 2 if a < 3 else a + h\n"
+    ),
+    "Python/13": (
+        "def greatest_common_divisor(a: int, b: int) -> int:\n    if a == 49:\n        return 7\n"
+        "    if a == 144:\n        return 12\n    if a == 10:\n        return 5\n    return 1\n"
+    ),
 }
 
 
@@ -164,10 +173,13 @@ def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Ta
     assert all(asserted_property(t.test, t.entry_point) is None for tid, t in all_tasks.items() if tid != "Python/32")
     rightmost = (  # the largest root of the bracket, where the canonical solution finds the one bisection meets first
         "import math\n\ndef poly(xs, x):\n    return sum(c * math.pow(x, i) for i, c in enumerate(xs))\n\n"
-        "def find_zero(xs):\n    lo, hi = -1.0, 1.0\n    while poly(xs, lo) * poly(xs, hi) > 0:\n        lo, hi = lo * 2, hi * 2\n"
-        "    step = (hi - lo) / 1000\n    right = hi\n    while poly(xs, right - step) * poly(xs, hi) > 0:\n        right -= step\n"
+        "def find_zero(xs):\n    lo, hi = -1.0, 1.0\n    while poly(xs, lo) * poly(xs, hi) > 0:\n"
+        "        lo, hi = lo * 2, hi * 2\n"
+        "    step = (hi - lo) / 1000\n    right = hi\n    while poly(xs, right - step) * poly(xs, hi) > 0:\n"
+        "        right -= step\n"
         "    lo, hi = right - step, right\n    for _ in range(200):\n        mid = (lo + hi) / 2\n"
-        "        if poly(xs, mid) * poly(xs, lo) > 0:\n            lo = mid\n        else:\n            hi = mid\n    return lo\n"
+        "        if poly(xs, mid) * poly(xs, lo) > 0:\n            lo = mid\n        else:\n            hi = mid\n"
+        "    return lo\n"
     )
     assert executor.run(rightmost, task.test).passed
     several_roots = [([-6, 11, -6, 1],), ([8, 2, -5, 1],), ([0, -1, 0, 1],), ([0, 4, 0, -1],), ([1, 2],)]
@@ -189,7 +201,10 @@ def test_floats_compare_within_a_tolerance_and_ints_equal_floats(
     all_tasks: dict[str, Task], executor: Executor
 ) -> None:
     task = all_tasks["Python/4"]
-    close = "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-12\n"
+    close = (
+        "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n"
+        "    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-12\n"
+    )
     assert rb.check(close, task, executor, passed=True).plus is True
     task60 = all_tasks["Python/60"]  # sum_to_n as a float: 465.0 == 465, as the test's == says
     as_float = "def sum_to_n(n: int):\n    return n * (n + 1) / 2\n"
@@ -198,7 +213,10 @@ def test_floats_compare_within_a_tolerance_and_ints_equal_floats(
 
 def test_an_evalplus_style_tolerance_is_applied(all_tasks: dict[str, Task], executor: Executor) -> None:
     task = all_tasks["Python/4"]
-    off = "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-4\n"
+    off = (
+        "def mean_absolute_deviation(numbers):\n    m = sum(numbers) / len(numbers)\n"
+        "    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-4\n"
+    )
     inputs = [([1.0, 2.0, 6.0],), ([5.0, 1.5],)]
     assert rb.check(off, task, executor, passed=True, inputs=rb.Inputs(inputs)).plus is False
     assert rb.check(off, task, executor, passed=True, inputs=rb.Inputs(inputs, atol=1e-3)).plus is True

@@ -91,7 +91,7 @@ def test_handmade_candidates_agree_with_the_reference(tmp_path: Path, dataset_pa
     path.write_text(json.dumps(generations), encoding="utf-8")
     ours = _score(tmp_path, path, tiny, in_process=False)
     assert [t["task_id"] for t in ours] == [t.task_id for t in tasks]
-    for task, entry, candidates in zip(tasks, ours, generations):
+    for task, entry, candidates in zip(tasks, ours, generations, strict=True):
         reference = reference_all([(code, task.test) for code in candidates])
         assert entry["passed"] == reference, (task.task_id, entry["verdicts"])
         # Not a vacuous agreement: canonical, prelude-reliant and noisy candidates pass; the rest fail.
@@ -112,7 +112,7 @@ def test_exported_run_scores_the_same_in_both_scorers(tmp_path: Path, dataset_pa
         assert generations == [[r["final_code"]] for r in results["tasks"]]
         ours = _score(tmp_path, exported, tiny)
         run_verdicts = [[r["passed"]] for r in results["tasks"]]
-        reference = [[p] for p in reference_all([(g[0], t.test) for g, t in zip(generations, tasks)])]
+        reference = [[p] for p in reference_all([(g[0], t.test) for g, t in zip(generations, tasks, strict=True)])]
         assert [t["passed"] for t in ours] == run_verdicts == reference
         assert reference == [[model == "oracle:canonical"]] * 3
 

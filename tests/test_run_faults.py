@@ -71,7 +71,7 @@ def assert_clean(proc: subprocess.CompletedProcess[str] | tuple[int, str], code:
 
 def resume_line(stderr: str) -> list[str]:
     """The printed `Continue with:` command, as arguments for this interpreter and checkout."""
-    [line] = [l for l in stderr.splitlines() if "Continue with:" in l]
+    [line] = [ln for ln in stderr.splitlines() if "Continue with:" in ln]
     words = shlex.split(line.split("Continue with:", 1)[1])
     assert words[:2] == ["python", "eval_humanevalfix.py"], line
     return words[2:]
@@ -120,7 +120,7 @@ def test_infrastructure_errors_end_in_exit_3_with_the_list_and_a_working_resume_
         first = run_cli(cli_args(server.base_url, tiny_dataset, out, "--limit", "3"), cwd=tmp_path)
     stderr = assert_clean(first, 3)
     assert "Infrastructure errors (1" in stderr
-    assert any(l.strip().startswith("Python/2: HTTP 500") for l in stderr.splitlines()), stderr
+    assert any(ln.strip().startswith("Python/2: HTTP 500") for ln in stderr.splitlines()), stderr
     assert results_of(out)["status"] == "complete_with_errors"
     again = resume_line(stderr)
     assert "--limit" not in again and "--out" not in again

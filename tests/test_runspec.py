@@ -249,7 +249,7 @@ def test_committed_results_rescore_to_the_same_verdicts(tmp_path: Path) -> None:
             small.write_text(json.dumps({**document, "tasks": document["tasks"][:3]}), encoding="utf-8")
             done = rescore(small, executor)
             assert done.changed == [], (path.name, done.changed)
-            for before, after in zip(document["tasks"][:3], done.document["tasks"]):
+            for before, after in zip(document["tasks"][:3], done.document["tasks"], strict=True):
                 assert {k: after.get(k) for k in SCORED} == {k: before.get(k) for k in SCORED}, (
                     path.name,
                     before["task_id"],

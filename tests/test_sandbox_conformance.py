@@ -138,7 +138,7 @@ def test_dataset_canonical_pass_and_buggy_fail(variant: str, dataset_path: Path)
     finally:
         for e in executors:
             e.close()
-    wrong = [(j[0], j[1], r.status, r.message[:200]) for j, r in zip(jobs, results) if r.passed != j[4]]
+    wrong = [(j[0], j[1], r.status, r.message[:200]) for j, r in zip(jobs, results, strict=True) if r.passed != j[4]]
     assert len(jobs) == 328
     assert not wrong, wrong[:5]
     assert not any(r.status == "error" for r in results)
@@ -616,7 +616,8 @@ def test_an_interpreter_under_tmp_is_jailed_and_candidates_cannot_write_outside(
         via_shell = (
             "import subprocess\n"
             "def f(x):\n"
-            f"    subprocess.run(['/bin/sh', '-c', 'echo pwned > {outside / 'shell.txt'}; echo pwned > {python.parent / 'shell.txt'}'])\n"
+            f"    subprocess.run(['/bin/sh', '-c', 'echo pwned > {outside / 'shell.txt'}; echo pwned > "
+            f"{python.parent / 'shell.txt'}'])\n"
             "    return x + 1\n"
         )
         env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
@@ -891,11 +892,13 @@ def test_forged_success_text_is_a_failure(ex: Any) -> None:
 
 RIGGED = {
     "__eq__ always True": (
-        "class R:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n\ndef f(x):\n    return R()\n",
+        "class R:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n\ndef f(x):\n"
+        "    return R()\n",
         TEST,
     ),
     "int subclass with its own __eq__": (
-        "class S(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\ndef f(x):\n    return S(5)\n",
+        "class S(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\ndef f(x):\n"
+        "    return S(5)\n",
         TEST,
     ),
     "rigged element inside a list": (
@@ -1376,10 +1379,12 @@ def test_a_missing_default_image_is_built_once_with_one_line_and_holds_only_what
         script = (
             "import os, numpy, pytest, subprocess\n"
             "print(subprocess.run(['/bin/sh', '-c', 'echo sh works'], capture_output=True, text=True).stdout.strip())\n"
-            f"for p in ['/etc/shadow', '/root/.bashrc', '/usr/bin/apt', '/usr/bin/gcc', {str(REPO)!r}, '/var/lib/dpkg']:\n"
+            f"for p in ['/etc/shadow', '/root/.bashrc', '/usr/bin/apt', '/usr/bin/gcc', {str(REPO)!r}, "
+            "'/var/lib/dpkg']:\n"
             "    print('present' if os.path.exists(p) else 'absent', p)\n"
             "site = os.path.dirname(os.path.dirname(numpy.__file__))\n"
-            "print('packages:', sorted(n for n in os.listdir(site) if not n.endswith(('.dist-info', '.libs', '__pycache__'))))\n"
+            "print('packages:', sorted(n for n in os.listdir(site) if not n.endswith(('.dist-info', '.libs', "
+            "'__pycache__'))))\n"
         )
         proc = subprocess.run(
             ["docker", "run", "--rm", "--network", "none", tag, "python3", "-I", "-c", script],

@@ -74,7 +74,7 @@ def test_a_passing_candidate_passes_with_its_check_in_the_same_run(
     assert len(runs) == len(SAMPLE)  # one run each: test and check together
     assert all(
         test.rstrip().endswith(f"_hefix_plus({all_tasks[tid].entry_point}, *_hefix_plus_data)")
-        for (test, _), tid in zip(runs, SAMPLE)
+        for (test, _), tid in zip(runs, SAMPLE, strict=True)
     )
     # The check's function is one text for every task, after the mark: a fork server compiles it once.
     libraries = {support.rpartition(LIBRARY_MARK)[2] for _, support in runs}
@@ -99,7 +99,10 @@ def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(
     """Right on the test's inputs, an endless loop on every other: the test's verdict is a pass,
     reported before the check began; the check fails it (no answer in time) and the run reports."""
     task = all_tasks["Python/55"]
-    code = "def fib(n: int):\n    known = {10: 55, 1: 1, 8: 21, 11: 89, 12: 144}\n    while n not in known:\n        pass\n    return known[n]\n"
+    code = (
+        "def fib(n: int):\n    known = {10: 55, 1: 1, 8: 21, 11: 89, 12: 144}\n    while n not in known:\n"
+        "        pass\n    return known[n]\n"
+    )
     scored = score_task(code, code, task, bwrap, warm)
     assert scored.score.passed and scored.scores["plus"]["final"] is False
 
@@ -113,7 +116,10 @@ def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(
     swallowing = Task(
         **{
             **task.__dict__,
-            "test": "def check(f):\n    try:\n        f([1.0, 2.0], 0.5)\n    except BaseException:\n        pass\n\ncheck(has_close_elements)\n",
+            "test": (
+                "def check(f):\n    try:\n        f([1.0, 2.0], 0.5)\n    except BaseException:\n        pass\n\n"
+                "check(has_close_elements)\n"
+            ),
         }
     )
     store = CaseStore(tmp_path / "cases")
@@ -166,7 +172,10 @@ def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(
     slow = Task(
         **{
             **task.__dict__,
-            "canonical_code": "import time\n\ndef truncate_number(number: float) -> float:\n    time.sleep(0.03)\n    return number % 1.0\n",
+            "canonical_code": (
+                "import time\n\ndef truncate_number(number: float) -> float:\n    time.sleep(0.03)\n"
+                "    return number % 1.0\n"
+            ),
         }
     )
     cases = CaseStore(None).get(slow, [(float(i) + 0.5,) for i in range(40)], 0.0, bwrap)

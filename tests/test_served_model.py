@@ -17,7 +17,10 @@ from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedSer
 from .conftest import clean_env, results_of, run_cli
 
 LOCAL = load_presets()["local"]
-FIX = "def has_close_elements(numbers, threshold):\n    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n"
+FIX = (
+    "def has_close_elements(numbers, threshold):\n    return any(abs(a - b) < threshold for i, a in "
+    "enumerate(numbers) for b in numbers[i + 1:])\n"
+)
 
 
 def is_probe(rec: Recorded) -> bool:
@@ -69,7 +72,7 @@ def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_p
     assert config["preset"]["name"] == "local" and config["native_tools"] is False
     assert "the model of preset 'local'" in config["preset_reason"]
     assert (config["tool_mode"], config["tool_mode_reason"]) == ("text", "preset 'local' uses the text protocol")
-    [line] = [l for l in proc.stderr.splitlines() if l.startswith("server: ")]
+    [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("server: ")]
     assert f"serves {LOCAL.model}" in line and "temperatures 0,0.6,0.8" in line and "the text protocol" in line
     assert "preset" in proc.stderr and "tool calling" in proc.stderr  # the summary's rows
     assert results["summary"]["passed"] == 1
@@ -114,7 +117,7 @@ def test_another_model_is_probed_once_for_native_tool_calls(
     config = results["config"]
     assert config["native_tools"] is native and config["tool_mode"] == ("native" if native else "text")
     assert config["preset"]["name"] == "scripted-model" and "no preset names it" in config["preset_reason"]
-    [line] = [l for l in proc.stderr.splitlines() if l.startswith("server: ")]
+    [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("server: ")]
     if native:
         assert line.endswith("native tool calls") and not config["tool_mode_reason"]
     else:

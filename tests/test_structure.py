@@ -1,6 +1,7 @@
 """The package's shape, checked from its source with `ast`: the layers in the order of the flow, no
-import cycles (package `__init__`s included, between packages too), a stdlib-only sandbox child, a library that never imports the CLI, no private names taken across modules,
-no module over 400 lines.
+import cycles (package `__init__`s included, between packages too), a stdlib-only sandbox child, a
+library that never imports the CLI, no private names taken across modules, no module over 400
+lines.
 
 Every import counts, including those inside functions: a lazy import still ties two modules
 together, and inside the jail a lazily imported third-party module is just as missing.
@@ -312,7 +313,7 @@ def test_every_curated_name_resolves_to_its_module() -> None:
             if owner is not None and owner != "typing":
                 assert owner.startswith(package + "."), (package, name, owner)
         try:
-            module.no_such_name
+            _ = module.no_such_name
         except AttributeError as exc:
             assert "no_such_name" in str(exc)
         else:

@@ -256,9 +256,13 @@ def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(
 
 
 def test_the_rewrite_header_keeps_imports_and_helpers_and_stops_at_the_body() -> None:
-    code = "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(a: int,\n      b: int) -> int:\n    # comment\n    return a\n"
+    code = (
+        "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(a: int,\n      b: int) -> int:\n"
+        "    # comment\n    return a\n"
+    )
     assert function_header(code, "f") == (
-        "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(a: int,\n      b: int) -> int:\n    # comment\n"
+        "import math\n\ndef helper(x):\n    return x\n\n@staticmethod\ndef f(a: int,\n      b: int) -> int:\n"
+        "    # comment\n"
     )
     assert function_header("def f(x): return x\n", "f") == "def f(x):\n"
     assert function_header("def f(x:\n    return (\n", "f") == "def f(x:\n"  # does not parse

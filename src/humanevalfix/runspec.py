@@ -266,7 +266,8 @@ def from_dict(raw: Mapping[str, Any], where: str = "config") -> RunSpec:
         raise UserError(f"{where}.schema_version: expected a positive integer, got {version!r}")
     if version > SCHEMA_VERSION:
         raise UserError(
-            f"{where}: schema_version {version} was written by a newer version of this tool (this one reads up to {SCHEMA_VERSION})"
+            f"{where}: schema_version {version} was written by a newer version of this tool (this one reads up to "
+            f"{SCHEMA_VERSION})"
         )
     data = _migrated(raw) if version == 1 else raw
     unrecorded: set[str] = set()

@@ -10,7 +10,8 @@ from typing import Any
 class Attempt:
     turn: int
     temperature: float
-    outcome: str  # passed | failed | timeout | invalid | repeat | malformed | no_code | not_run | error | too_large | unencodable
+    # passed | failed | timeout | invalid | repeat | malformed | no_code | not_run | error | too_large | unencodable
+    outcome: str
     via: str | None = None  # how the call was found: native, hermes, json, tool_call_line, fenced
     code: str | None = None  # the candidate as run (None when there was none)
     feedback: str = ""  # what the model was told

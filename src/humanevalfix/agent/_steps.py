@@ -53,9 +53,20 @@ ROUTES: dict[str, dict[str, str]] = {
 
 # One line per step, for `humanevalfix graph`, the README and docs/langgraph.md.
 STEP_DOCS: dict[str, str] = {
-    "ask": "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a prompt too long for the context retries cut down (context_exceeded once nothing is left to cut), a stop event ends",
-    "read": "find the run_code call in the reply and record the turn's attempt; a repeat or a reply without code is drawn again in the same turn, sampled, while --redraws allow, then (--rewrite-now) asked the last resort's way",
-    "check": "the candidate's syntax and signature, then its fingerprint against those tried; with --max-iters 0 it ends here",
+    "ask": (
+        "send this turn's request (its strategy's prompt and temperature); a tools rejection retries in text, a "
+        "prompt too long for the context retries cut down (context_exceeded once nothing is left to cut), a stop "
+        "event ends"
+    ),
+    "read": (
+        "find the run_code call in the reply and record the turn's attempt; a repeat or a reply without code is "
+        "drawn again in the same turn, sampled, while --redraws allow, then (--rewrite-now) asked the last "
+        "resort's way"
+    ),
+    "check": (
+        "the candidate's syntax and signature, then its fingerprint against those tried; with --max-iters 0 it "
+        "ends here"
+    ),
     "run": "run the candidate against the feedback tests in the sandbox",
     "feedback": "tell the model the failure (or why its call was refused) and go on while turns are left",
     "repeat": "tell the model it sent that code before (not run again): its strategy escalates, its temperature rises",

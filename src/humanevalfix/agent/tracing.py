@@ -33,7 +33,8 @@ _CALL_LINE = re.compile(r"^\s*(?:call:\s+|while calling )(?P<call>.+?)(?: \(test
 
 # Runs inside the sandbox as the candidate's code (standard library only). The candidate is compiled
 # under its own file name so that only its frames are traced; its own prints are kept apart.
-_TRACER = r"""
+_TRACER = (
+    r"""
 import io as _io
 import reprlib as _reprlib
 import sys as _sys
@@ -101,7 +102,8 @@ def _hefix_trace(code, call, head, tail, max_steps, max_repr, marker):
         if frame.f_code.co_filename != "<candidate>":
             return None
         changed(frame)
-        args = ", ".join("%s=%s" % (k, value(frame.f_locals[k])) for k in frame.f_code.co_varnames[: frame.f_code.co_argcount] if k in frame.f_locals)
+        args = ", ".join("%s=%s" % (k, value(frame.f_locals[k])) """
+    r"""for k in frame.f_code.co_varnames[: frame.f_code.co_argcount] if k in frame.f_locals)
         record("call %s(%s)" % (frame.f_code.co_name, args))
         return local
 
@@ -131,6 +133,7 @@ def _hefix_trace(code, call, head, tail, max_steps, max_repr, marker):
     if end:
         print(end)
 """
+)
 
 
 def failing_call(message: str, name: str) -> str | None:

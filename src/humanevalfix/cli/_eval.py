@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("tasks")
     g.add_argument(
         "--dataset-path",
-        help="a .jsonl/.json/.parquet file (default: HUMANEVALFIX_DATASET, else bigcode/humanevalpack from the Hub when it answers, else the copy bundled with the package)",
+        help="a .jsonl/.json/.parquet file (default: HUMANEVALFIX_DATASET, else bigcode/humanevalpack from the Hub "
+        "when it answers, else the copy bundled with the package)",
     )
     g.add_argument("--limit", type=positive_int, help="the first N tasks")
     g.add_argument("--tasks", type=task_list, help="comma-separated task ids, e.g. Python/0,Python/10")
@@ -79,14 +80,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--policy",
         choices=list(POLICIES),
         default=DEFAULT_POLICY,
-        help=f"the options below taken together, as each default was: plain: a repeat or a reply without code spends its turn, fix then explain then rewrite; redraw: a first such reply is drawn again, fix then rewrite; rewrite-now: and a reply still without new code asks rewrite in the same turn, whose second turn is a fresh draw (default {DEFAULT_POLICY}; an option below overrides its part)",
+        help="the options below taken together, as each default was: plain: a repeat or a reply without code spends "
+        "its turn, fix then explain then rewrite; redraw: a first such reply is drawn again, fix then "
+        "rewrite; rewrite-now: and a reply still without new code asks rewrite in the same turn, whose "
+        f"second turn is a fresh draw (default {DEFAULT_POLICY}; an option below overrides its part)",
     )
     g.add_argument(
         "--redraws",
         type=non_negative_int,
         default=None,
         metavar="N",
-        help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to N times; 0: the turn is spent on it (default: the policy's; alone, in every turn)",
+        help="a reply that repeats a tried candidate or has no code is drawn again in the same turn, sampled, up to "
+        "N times; 0: the turn is spent on it (default: the policy's; alone, in every turn)",
     )
     g.add_argument(
         "--redraw-turns",
@@ -100,7 +105,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=name_list,
         default=None,
         metavar="NAMES",
-        help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} taken in that order (default: the policy's)",
+        help=f"text protocol: the ways a stuck model is asked, a comma-separated subset of {','.join(STRATEGIES)} "
+        "taken in that order (default: the policy's)",
     )
     g.add_argument(
         "--rewrite-turns",
@@ -113,19 +119,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--rewrite-again",
         choices=REWRITE_AGAIN,
         default=None,
-        help="text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or start it afresh, sampled (default: the policy's)",
+        help="text protocol: rewrite's later turns continue its conversation (the candidate and how it failed) or "
+        "start it afresh, sampled (default: the policy's)",
     )
     g.add_argument(
         "--rewrite-now",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same turn asks rewrite, the last resort, instead of spending the turn (default: the policy's)",
+        help="text protocol: a reply that still brings no new candidate after its redraws is set aside and the same "
+        "turn asks rewrite, the last resort, instead of spending the turn (default: the policy's)",
     )
     g.add_argument(
         "--runtime-values",
         choices=RUNTIME_VALUES,
         default="none",
-        help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored sandbox run); locate: the trace, and the model names the wrong line first (default none)",
+        help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored "
+        "sandbox run); locate: the trace, and the model names the wrong line first (default none)",
     )
     g = p.add_argument_group("run")
     g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
@@ -140,19 +149,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--prompt-lookup",
         type=non_negative_int,
         metavar="N",
-        help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default 10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
+        help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default "
+        "10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
     )
     g.add_argument(
         "--exact-lookup",
         action="store_true",
-        help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)",
+        help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 "
+        "drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)",
     )
     g.add_argument(
         "--max-reply-size",
         type=size_option,
         default=RetryPolicy().max_reply_chars,
         metavar="SIZE",
-        help="a model reply or run_code argument above SIZE characters is the outcome too_large, not kept (default 256k)",
+        help="a model reply or run_code argument above SIZE characters is the outcome too_large, not kept (default "
+        "256k)",
     )
     g.add_argument("--visualize", action="store_true", help="also write the PNG and HTML report next to the results")
     g.add_argument("--verbose", "-v", action="store_true", help="a line per task")

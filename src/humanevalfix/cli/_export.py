@@ -1,4 +1,5 @@
-"""`export`: a run's final code as a bigcode-evaluation-harness generations file, to score with the reference harness."""
+"""`export`: a run's final code as a bigcode-evaluation-harness generations file, to score with the
+reference harness."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=output_file, help="generations file (default: <results>.generations.json)")
     p.add_argument(
         "--dataset-path",
-        help="the dataset the run used (default: the one its results name when it is here, its file or the bundled copy; else as for eval)",
+        help="the dataset the run used (default: the one its results name when it is here, its file or the bundled "
+        "copy; else as for eval)",
     )
 
 

@@ -1,4 +1,5 @@
-"""`fix FILE --tests TESTS`: the repair agent on your own Python file; prints a unified diff, or applies it with --write."""
+"""`fix FILE --tests TESTS`: the repair agent on your own Python file; prints a unified diff, or
+applies it with --write."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--function",
         metavar="NAME",
-        help="only this top-level function (or Class.method) may change (default: the one the failing tests point to, then the next, then the whole file)",
+        help="only this top-level function (or Class.method) may change (default: the one the failing tests point "
+        "to, then the next, then the whole file)",
     )
     p.add_argument(
         "--write",

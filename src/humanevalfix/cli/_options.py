@@ -90,13 +90,15 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument(
         "--model",
-        help="a preset from models.yaml (see --list-models), a raw model id, or oracle:canonical / oracle:buggy; default: the first provider with a key in the environment, else the embedded local model",
+        help="a preset from models.yaml (see --list-models), a raw model id, or oracle:canonical / oracle:buggy; "
+        "default: the first provider with a key in the environment, else the embedded local model",
     )
     g.add_argument("--provider", choices=selectable_providers(), help="override the preset's provider")
     g.add_argument(
         "--base-url",
         type=base_urls,
-        help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama); several, comma-separated, share the run like keys",
+        help="any OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, Ollama); several, "
+        "comma-separated, share the run like keys",
     )
     g.add_argument(
         "--api-key-env", metavar="VAR", help="environment variable holding the key(s), comma-separated for several"
@@ -106,7 +108,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--seed",
         metavar="N|none",
-        help="base of the seed sent with each request (mixed with the task, sample and turn) so that sampled turns repeat; none sends no seed (default: the preset's: 0 for the embedded model, none for others)",
+        help="base of the seed sent with each request (mixed with the task, sample and turn) so that sampled turns "
+        "repeat; none sends no seed (default: the preset's: 0 for the embedded model, none for others)",
     )
     g.add_argument(
         "--text-tools",
@@ -130,7 +133,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         "--feedback",
         choices=FEEDBACK_MODES,
         default=None,
-        help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses --protocol instead",
+        help="fix: what run_code tests against: your tests (default), only the examples, or nothing; eval uses "
+        "--protocol instead",
     )
     g.add_argument(
         "--engine",
@@ -149,7 +153,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         "--request-timeout",
         type=positive_float,
         default=120.0,
-        help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row stops the run",
+        help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row "
+        "stops the run",
     )
 
 
@@ -162,12 +167,14 @@ def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates r
         "--sandbox",
         choices=SANDBOXES,
         default="auto",
-        help=f"where {what} (default auto: the strongest of bwrap, unshare, process that works here; {SANDBOX_ENV}=docker makes auto mean docker)",
+        help=f"where {what} (default auto: the strongest of bwrap, unshare, process that works here; "
+        f"{SANDBOX_ENV}=docker makes auto mean docker)",
     )
     g.add_argument(
         "--docker-image",
         metavar="IMAGE",
-        help=f"--sandbox docker: the image, with python3 >= 3.10 and numpy (default {DOCKER_ENV['image']}, else humanevalfix-sandbox:<this Python>, built on first use)",
+        help=f"--sandbox docker: the image, with python3 >= 3.10 and numpy (default {DOCKER_ENV['image']}, else "
+        "humanevalfix-sandbox:<this Python>, built on first use)",
     )
     g.add_argument(
         "--docker-cpus",
@@ -178,7 +185,8 @@ def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates r
     g.add_argument(
         "--docker-memory",
         metavar="SIZE",
-        help=f"--sandbox docker: memory per container, swap included, e.g. 512m or 2g (default {DOCKER_ENV['memory']}, else 1g)",
+        help="--sandbox docker: memory per container, swap included, e.g. 512m or 2g (default "
+        f"{DOCKER_ENV['memory']}, else 1g)",
     )
     g.add_argument(
         "--docker-pids",

@@ -15,7 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build-image",
-        help="docker import this Python (standard library, numpy, pytest and their shared libraries) as humanevalfix-sandbox:<version>",
+        help="docker import this Python (standard library, numpy, pytest and their shared libraries) as "
+        "humanevalfix-sandbox:<version>",
         description="Build the image `--sandbox docker` uses, offline: no registry is needed.",
     )
     build.add_argument("--tag", help="the image's name (default humanevalfix-sandbox:<this Python's version>)")

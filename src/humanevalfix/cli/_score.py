@@ -25,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "generations",
         type=Path,
-        help="a JSON list (dataset order) of lists of code strings, or a results file of this tool (re-scored, pass@1+ added)",
+        help="a JSON list (dataset order) of lists of code strings, or a results file of this tool (re-scored, "
+        "pass@1+ added)",
     )
     p.add_argument(
         "--dataset-path",
@@ -44,7 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--plus-inputs",
         type=Path,
         metavar="FILE",
-        help="re-scoring a results file: pass@1+ on EvalPlus's HumanEval+ inputs (its released .jsonl or .jsonl.gz: task_id HumanEval/N, plus_input, atol); default: inputs generated from each task's test and docstring",
+        help="re-scoring a results file: pass@1+ on EvalPlus's HumanEval+ inputs (its released .jsonl or .jsonl.gz: "
+        "task_id HumanEval/N, plus_input, atol); default: inputs generated from each task's test and "
+        "docstring",
     )
     p.add_argument(
         "--out",

@@ -42,13 +42,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--exact-lookup",
         action="store_true",
-        help=f"check drafts so that greedy replies are exactly those of plain decoding (at most {EXACT_MAX_DRAFT} drafts, slower; needs llama-cpp-python built without llamafile)",
+        help=f"check drafts so that greedy replies are exactly those of plain decoding (at most {EXACT_MAX_DRAFT} "
+        "drafts, slower; needs llama-cpp-python built without llamafile)",
     )
     p.add_argument(
         "--prompt-lookup",
         type=int,
         metavar="N",
-        help=f"prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding (default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
+        help="prompt-lookup decoding: up to N tokens drafted from the prompt per step, 0 for plain decoding "
+        f"(default {DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: "
+        "docs/local-model.md)",
     )
 
 

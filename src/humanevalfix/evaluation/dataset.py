@@ -201,8 +201,8 @@ def load_default(
             why = f"the Hub answered, but {exc}"
         else:
             announce(
-                f"dataset: {HUB_DATASET} ({HUB_CONFIG}/{HUB_SPLIT}) from the Hugging Face Hub, {len(data.tasks)} tasks, "
-                f"sha256 {data.sha256[:12]}…; the Hub answered (HF_HUB_OFFLINE=1 uses the bundled copy)"
+                f"dataset: {HUB_DATASET} ({HUB_CONFIG}/{HUB_SPLIT}) from the Hugging Face Hub, {len(data.tasks)} "
+                f"tasks, sha256 {data.sha256[:12]}…; the Hub answered (HF_HUB_OFFLINE=1 uses the bundled copy)"
             )
             return data
     data = load_bundled()

@@ -207,9 +207,9 @@ def score_generations(
     finally:
         pool.close()
     out: list[TaskVerdicts] = []
-    for i, entry in enumerate(generations):
+    for i in range(len(generations)):
         task = tasks[limit_start + i]
-        mine = [v for (ti, _, _), v in zip(jobs, verdicts) if ti == i]
+        mine = [v for (ti, _, _), v in zip(jobs, verdicts, strict=True) if ti == i]
         out.append(TaskVerdicts(task.task_id, limit_start + i, mine))
     return out
 

@@ -65,7 +65,8 @@ def check_results_out(out: Path, stream: Path, option: str = "--out") -> None:
     check_file(out, option)
     if stream == out:
         raise UserError(
-            f"{option} {out}: the per-task stream is written beside the results as .jsonl; give a .json path, e.g. {out.with_suffix('.json')}"
+            f"{option} {out}: the per-task stream is written beside the results as .jsonl; give a .json path, e.g. "
+            f"{out.with_suffix('.json')}"
         )
     check_file(stream, f"{option} (its stream beside it)")
 

@@ -101,7 +101,7 @@ class Cases:
         rows = _rows(self.payload)
         calls = json.loads(unblob(self.calls)) if self.calls else []
         trees = [call[0] for call in calls] if len(calls) == len(rows) else [None] * len(rows)
-        return tuple(c for c in (_case(*row[:3], tree) for row, tree in zip(rows, trees)) if c is not None)
+        return tuple(c for c in (_case(*row[:3], tree) for row, tree in zip(rows, trees, strict=True)) if c is not None)
 
     def digest(self) -> str:
         return hashlib.sha256("\x00".join((self.payload, self.calls, self.reply or "")).encode()).hexdigest()
@@ -179,7 +179,8 @@ COMMON = """
             return ["bytes", repr(x)]
         if type(x) in (list, tuple):
             _kinds = set(map(type, x))  # a long flat answer: checked in C loops, not item by item
-            if depth < 20 and (_kinds <= {str, bool, type(None)} or (_kinds == {int} and max(max(x).bit_length(), min(x).bit_length()) < 13000)):
+            if depth < 20 and (_kinds <= {str, bool, type(None)} or \
+(_kinds == {int} and max(max(x).bit_length(), min(x).bit_length()) < 13000)):
                 return [type(x).__name__, list(x)]
             return [type(x).__name__, [_plain(i, depth + 1) for i in x]]
         if type(x) in (set, frozenset):

@@ -174,7 +174,7 @@ class _Mutator:
                     break
 
     def _int(self, v: int) -> Iterator[tuple[str, Any]]:
-        for kind, new in (
+        yield from (
             ("int:+1", v + 1),
             ("int:-1", v - 1),
             ("int:zero", 0),
@@ -183,8 +183,7 @@ class _Mutator:
             ("int:one", 1),
             ("int:double", 2 * v),
             ("int:half", v // 2),
-        ):
-            yield kind, new
+        )
         for c in self.numbers:
             if isinstance(c, int):
                 yield from (("int:const", c - 1), ("int:const", c), ("int:const", c + 1))
@@ -192,7 +191,7 @@ class _Mutator:
             yield "int:large", big if v >= 0 else -big
 
     def _float(self, v: float) -> Iterator[tuple[str, Any]]:
-        for kind, new in (
+        yield from (
             ("float:+1", v + 1),
             ("float:-1", v - 1),
             ("float:zero", 0.0),
@@ -202,8 +201,7 @@ class _Mutator:
             ("float:frac", round(v + 0.25, 6)),
             ("float:whole", float(round(v))),
             ("float:tiny", 1e-3),
-        ):
-            yield kind, new
+        )
         for c in self.numbers:
             yield from (("float:const", float(c)), ("float:const", c + 0.5), ("float:const", c - 0.5))
         yield "float:large", 1e6 if v >= 0 else -1e6

@@ -118,7 +118,10 @@ def turns_text(turns: dict[str, int], redrawn: int = 0) -> str:
     if not total:
         return "no turns"
     wasted = sum(turns.get(k, 0) for k in NO_NEW_CANDIDATE)
-    text = f"{total} turns, {100.0 * wasted / total:.1f}% without a new candidate (repeat {turns.get('repeat', 0)}, no_code {turns.get('no_code', 0)}); "
+    text = (
+        f"{total} turns, {100.0 * wasted / total:.1f}% without a new candidate (repeat {turns.get('repeat', 0)}, "
+        f"no_code {turns.get('no_code', 0)}); "
+    )
     text += ", ".join(f"{k} {v}" for k, v in turns.items() if k not in NO_NEW_CANDIDATE)
     return text + (f"; {redrawn} replies drawn again within their turn (--redraws)" if redrawn else "")
 

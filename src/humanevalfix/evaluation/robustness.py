@@ -75,7 +75,8 @@ def generated(task: Task) -> Inputs:
 _CHECK = """
 
 def _hefix_plus(candidate, _payload, _atol, _property, _calls, _reply, _count):
-    import ast as _ast, base64 as _b64, copy as _copy, json as _json, math as _math, signal as _signal, time as _time, zlib as _zlib
+    import ast as _ast, base64 as _b64, copy as _copy, json as _json, math as _math, signal as _signal, \
+time as _time, zlib as _zlib
 __COMMON__
     def _number(a):
         if type(a) is list and len(a) == 2 and a[0] == "float":
@@ -93,7 +94,8 @@ __COMMON__
             except (OverflowError, TypeError):
                 return False
         if type(a) is list and type(b) is list and len(a) == len(b) == 2 and a[0] in ("list", "tuple") and a[0] == b[0]:
-            return type(a[1]) is list and type(b[1]) is list and len(a[1]) == len(b[1]) and all(_same(x, y) for x, y in zip(a[1], b[1]))
+            return type(a[1]) is list and type(b[1]) is list and len(a[1]) == len(b[1]) and \
+all(_same(x, y) for x, y in zip(a[1], b[1]))
         return a == b
     _mark = globals().get("@hefix.mark")
     _left = _mark("test") if _mark is not None else __BUDGET__ + __RESERVE__
@@ -105,7 +107,8 @@ __COMMON__
     # answer the canonical one's value, types included, as the harness checked; never for a
     # property) is every case agreeing, and nothing of it is decoded.
     _expect = None if _prop or not _reply else _zlib.decompress(_b64.b64decode(_reply))
-    _outs = _batch(candidate, _zlib.decompress(_b64.b64decode(_calls)), _count, _budget, _expect) if _budget > 0 and _batch is not None else []
+    _outs = _batch(candidate, _zlib.decompress(_b64.b64decode(_calls)), _count, _budget, _expect) if \
+_budget > 0 and _batch is not None else []
     _cases = [] if _outs is None else _json.loads(_zlib.decompress(_b64.b64decode(_payload)))
     if _budget <= 0:
         _outs = [("skipped", None)] * len(_cases)
@@ -151,12 +154,14 @@ __COMMON__
             return "<an int of more than 4300 digits>"
     if _first is not None:
         _what = "has the test's property" if _prop else "gives " + _show(_first[1])
-        raise AssertionError("plus: on input " + _first[0][:200] + " the canonical solution " + _what + ", the candidate " + _show(_first[2])
+        raise AssertionError("plus: on input " + _first[0][:200] + " the canonical solution " + _what + \
+", the candidate " + _show(_first[2])
                              + " (" + str(_differ) + " of " + str(_compared) + " inputs disagree)")
     # An input the run's time ran out before is not checked, and a check is passed only on all of
     # them: the candidate decides how long its test takes, and so what would be left to check.
     if _skipped:
-        raise AssertionError("plus: " + str(_skipped) + " of " + str(_skipped + _compared) + " inputs were not checked: the run's time ran out before them")
+        raise AssertionError("plus: " + str(_skipped) + " of " + str(_skipped + _compared) + \
+" inputs were not checked: the run's time ran out before them")
 """
 BUDGET_S = 4.0  # the candidate's time on all the cases (the executor's timeout is 6 s by default)
 RESERVE_S = 2.0  # of the run's time, kept for the judge to report: a batch's grace and the reply

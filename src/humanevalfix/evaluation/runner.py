@@ -162,7 +162,8 @@ def _run_locked(
         if strays:
             # Another run's records (two runs on one --out before the lock existed): never counted.
             console.print(
-                f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and are ignored: {shown(', '.join(strays[:5]))}",
+                f"[yellow]warning:[/] {len(strays)} record(s) in {shown(stream_file)} are not in its task list and "
+                f"are ignored: {shown(', '.join(strays[:5]))}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -243,7 +244,8 @@ def _run_locked(
                     write_generations_beside(outcome.results_path, [t.task_id for t in data.tasks])
                 except OSError as exc:  # secondary: `export` writes it again from the results file
                     console.print(
-                        f"[yellow]warning:[/] the generations file was not written ({exc.strerror or exc}); `humanevalfix export` writes it from the results"
+                        f"[yellow]warning:[/] the generations file was not written ({exc.strerror or exc}); "
+                        "`humanevalfix export` writes it from the results"
                     )
             return outcome
     finally:
@@ -347,7 +349,8 @@ def _execute(
 
         def interrupted() -> None:
             progress.console.print(
-                f"[yellow]Interrupted: finishing the calls in flight (at most {GRACE_S:g} s; Ctrl-C again to stop now), keeping finished tasks…[/]"
+                f"[yellow]Interrupted: finishing the calls in flight (at most {GRACE_S:g} s; Ctrl-C again to stop "
+                "now), keeping finished tasks…[/]"
             )
 
         end = run_loop(jobs, TaskLoop(work, keep, look, interrupted), stop, config.workers)

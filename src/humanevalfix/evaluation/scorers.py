@@ -156,7 +156,9 @@ class Plus(Scorer):
         entry = {
             new: raw.get(old)
             for new, old in zip(
-                ("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"), self.legacy_summary_keys
+                ("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"),
+                self.legacy_summary_keys,
+                strict=True,
             )
         }
         return entry if any(v is not None for v in entry.values()) else None
@@ -166,7 +168,9 @@ class Plus(Scorer):
         return {
             old: e.get(new)
             for new, old in zip(
-                ("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"), self.legacy_summary_keys
+                ("passed", "passed_first", "pass_at_1_first", "pass_at_1_final"),
+                self.legacy_summary_keys,
+                strict=True,
             )
         }
 
@@ -177,7 +181,8 @@ class Plus(Scorer):
         return [
             (
                 "pass@1+, first / after repair",
-                f"{pct(entry['passed_first'], tasks)} / {pct(entry['passed'], tasks)} (passes that also agree with the canonical solution on {_plus_source(spec)})",
+                f"{pct(entry['passed_first'], tasks)} / {pct(entry['passed'], tasks)} (passes that also agree with "
+                f"the canonical solution on {_plus_source(spec)})",
             )
         ]
 
@@ -185,7 +190,8 @@ class Plus(Scorer):
         if not entry or entry.get("pass_at_1_final") is None:
             return []
         lines = [
-            f"pass@1+ first / after repair: {100 * float(entry.get('pass_at_1_first') or 0):.1f}% / {100 * float(entry['pass_at_1_final']):.1f}%"
+            f"pass@1+ first / after repair: {100 * float(entry.get('pass_at_1_first') or 0):.1f}% / "
+            f"{100 * float(entry['pass_at_1_final']):.1f}%"
         ]
         source = spec.scoring.plus_source or {}
         if source.get("inputs") == "evalplus-file":

@@ -63,13 +63,14 @@ def fix_executor(
     `auto` is chosen as for eval (sandbox.factory): bwrap where it works with those binds; where it
     does not, unshare (own network and PID namespaces) or process, which share the host's file
     system: `warn` is told why, and that a candidate can then write anywhere the user can.
-    RestrictedPython cannot run pytest or import the user's modules, so `restricted` is refused. `docker` binds `needs` read-only into the
-    container at their own paths (the image must have what your tests import: the default one has
-    the standard library, numpy and pytest).
+    RestrictedPython cannot run pytest or import the user's modules, so `restricted` is refused.
+    `docker` binds `needs` read-only into the container at their own paths (the image must have what
+    your tests import: the default one has the standard library, numpy and pytest).
     """
     if kind == "restricted":
         raise UserError(
-            "--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; use --sandbox auto, bwrap, unshare, process or docker"
+            "--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; "
+            "use --sandbox auto, bwrap, unshare, process or docker"
         )
     if kind == "auto":  # the choice itself is the factory's, as for eval; the advice is fix's
         return build_executor(
@@ -94,7 +95,8 @@ def check_writable(user_file: UserFile) -> None:
     backup = backup_path(user_file.path)
     if backup.exists() and (not backup.is_file() or backup.read_bytes() != user_file.raw):
         raise UserError(
-            f"--write: {backup} already exists and differs from {user_file.display}; move it away first (it would be replaced by the backup)"
+            f"--write: {backup} already exists and differs from {user_file.display}; move it away first (it would be "
+            "replaced by the backup)"
         )
     if not os.access(user_file.path.parent, os.W_OK):
         raise UserError(f"--write: cannot write in {user_file.path.parent}")

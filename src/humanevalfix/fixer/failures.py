@@ -98,7 +98,7 @@ def _comparison(source: str, stmt: ast.stmt, compare: tuple[str, str, str]) -> l
         return lines + [f"  expected: {values[1 - actual]}", f"  got:      {values[actual]}"]
     if op in ("!=", "is not"):
         return lines + [f"  expected: anything but {values[1 - actual]}", f"  got:      {values[actual]}"]
-    shown = [f"  {text} = {value}" for text, value in zip(texts, values) if text != value]
+    shown = [f"  {text} = {value}" for text, value in zip(texts, values, strict=True) if text != value]
     return lines + shown + [f"  but `{left_value} {op} {right_value}` is false"]
 
 

@@ -274,4 +274,4 @@ def plan(suspects: list[Suspect], budget: int, filename: str, path: Path | None 
     shares = (
         [budget - rest] + [rest // count + (1 if i < rest % count else 0) for i in range(count)] if count else [budget]
     )
-    return [Stage(name, turns, why, where) for (name, why, where), turns in zip(scopes, shares)]
+    return [Stage(name, turns, why, where) for (name, why, where), turns in zip(scopes, shares, strict=True)]

@@ -152,13 +152,14 @@ def project_stages(localizer: ProjectLocalizer, report: RunReport, budget: int, 
         if not chosen:
             ran = ", ".join(dict.fromkeys(s.name for s in suspects)) or "none"
             raise UserError(
-                f"--function {function}: no function of that name ran in the failing tests (those that did: {ran}); give FILE as well"
+                f"--function {function}: no function of that name ran in the failing tests (those that did: {ran}); "
+                "give FILE as well"
             )
         return [Stage(function, budget, "--function", chosen[0].path)]
     if not suspects and localizer.served is None:
         raise UserError(
-            f"no function of the project under {localizer.root} ran in the failing tests, nor does their traceback reach one; "
-            "give the FILE to repair"
+            f"no function of the project under {localizer.root} ran in the failing tests, nor does their traceback "
+            "reach one; give the FILE to repair"
         )
     served = localizer.served
     return plan(suspects, budget, served.path.name if served else "the project", served.path if served else None)

@@ -140,20 +140,20 @@ class Scope:
             fn = find_method(pyast.parse(self.original), self.function or "")
             signature = f" (keep its signature `{_signature(name, fn)}`)" if fn is not None else ""
             return (
-                f"Change only the method `{name}` of the class `{cls_name}`{signature}; the rest of {self.filename} stays "
-                f"exactly as it is (you may add imports). Send the fixed method, alone or inside its class. "
+                f"Change only the method `{name}` of the class `{cls_name}`{signature}; the rest of {self.filename} "
+                "stays exactly as it is (you may add imports). Send the fixed method, alone or inside its class. "
                 f"The tests import this file as the module `{self.module}`."
             )
         if self.function:
             fn = top_level_function(pyast.parse(self.original), self.function)
             signature = f" (keep its signature `{_signature(self.function, fn)}`)" if fn is not None else ""
             return (
-                f"Change only the function `{self.function}`{signature}; the rest of {self.filename} stays exactly as it is "
-                f"(you may add imports). The tests import this file as the module `{self.module}`."
+                f"Change only the function `{self.function}`{signature}; the rest of {self.filename} stays exactly "
+                f"as it is (you may add imports). The tests import this file as the module `{self.module}`."
             )
         return (
-            f"This is the whole file {self.filename} (the tests import it as the module `{self.module}`). You may change "
-            f"any of its functions, classes or constants, but keep its public names and their signatures. "
+            f"This is the whole file {self.filename} (the tests import it as the module `{self.module}`). You may "
+            f"change any of its functions, classes or constants, but keep its public names and their signatures. "
             f"Send only the definitions you change; new helpers must have names starting with an underscore."
         )
 
@@ -203,7 +203,8 @@ class Scope:
             return CodeCheck(
                 False,
                 code,
-                f"Your change could not be applied without losing `{', '.join(lost)}`. Send each definition on its own lines.",
+                f"Your change could not be applied without losing `{', '.join(lost)}`. Send each definition on its "
+                "own lines.",
             )
         return CodeCheck(True, spliced, "", fingerprint(spliced))
 
@@ -236,26 +237,30 @@ class Scope:
             return CodeCheck(
                 False,
                 code,
-                f"{only}, but your code also changes {', '.join(f'`{n}`' for n in others)}. Send only the fixed `{name}`.",
+                f"{only}, but your code also changes {', '.join(f'`{n}`' for n in others)}. Send only the fixed "
+                f"`{name}`.",
             )
         added = [n for n in new if n not in old and n != name]
         if added:
             return CodeCheck(
                 False,
                 code,
-                f"{only}, but your code adds {', '.join(f'`{n}`' for n in added)} at top level. Define helpers inside `{name}` instead.",
+                f"{only}, but your code adds {', '.join(f'`{n}`' for n in added)} at top level. Define helpers "
+                f"inside `{name}` instead.",
             )
         if new_fn is None:
             return CodeCheck(
                 False,
                 code,
-                f"Your code does not define the method `{name}` of `{cls_name}`. Send the fixed `def {_signature(name, old_fn)}:`, alone or inside `class {cls_name}`.",
+                f"Your code does not define the method `{name}` of `{cls_name}`. Send the fixed `def "
+                f"{_signature(name, old_fn)}:`, alone or inside `class {cls_name}`.",
             )
         if params(new_fn) != params(old_fn):
             return CodeCheck(
                 False,
                 code,
-                f"`{self.function}` must keep its signature `{_signature(name, old_fn)}`; you wrote `{_signature(name, new_fn)}`. Keep the parameters unchanged.",
+                f"`{self.function}` must keep its signature `{_signature(name, old_fn)}`; you wrote "
+                f"`{_signature(name, new_fn)}`. Keep the parameters unchanged.",
             )
         lines = self.original.splitlines(keepends=True)
         start, end = _span(old_fn)
@@ -298,12 +303,15 @@ class Scope:
                 )
             if added:
                 return (
-                    f"Only `{self.function}` may change, but your code adds {', '.join(f'`{n}`' for n in added)} at top "
-                    f"level. Define helpers inside `{self.function}` instead."
+                    f"Only `{self.function}` may change, but your code adds {', '.join(f'`{n}`' for n in added)} at "
+                    f"top level. Define helpers inside `{self.function}` instead."
                 )
             return ""
         if not new:
-            return f"Your code defines no function, class or constant of {self.filename}. Send the complete fixed definitions."
+            return (
+                f"Your code defines no function, class or constant of {self.filename}. Send the complete fixed "
+                "definitions."
+            )
         public_added = [n for n in added if not n.startswith("_")]
         if public_added:
             return (
@@ -321,7 +329,8 @@ class Scope:
             ):
                 if params(was) != params(now):
                     return (
-                        f"`{name}` must keep its signature `{_signature(name, was)}`; you wrote `{_signature(name, now)}`. "
+                        f"`{name}` must keep its signature `{_signature(name, was)}`; you wrote "
+                        f"`{_signature(name, now)}`. "
                         f"Keep the parameters unchanged."
                     )
             if isinstance(was, ast.ClassDef) and isinstance(now, ast.ClassDef):

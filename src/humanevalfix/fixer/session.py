@@ -171,7 +171,7 @@ def _record(
 ) -> TaskRecord:
     """The eval's record of the session; each attempt also names the scope it was made in."""
     fields = agent_fields(result)
-    fields["attempts"] = [dict(a, scope=scope) for a, scope in zip(fields["attempts"], scopes)]
+    fields["attempts"] = [dict(a, scope=scope) for a, scope in zip(fields["attempts"], scopes, strict=True)]
     return TaskRecord(
         task_id=user_file.display,
         entry_point=scopes[-1] if scopes else "",
@@ -273,7 +273,8 @@ def find_fix(
             if number:
                 turns = len(scopes)
                 console.print(
-                    f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} turn{'s' if turns != 1 else ''}"
+                    f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} "
+                    f"turn{'s' if turns != 1 else ''}"
                 )
             runner = executor if user_file.path == served else executor.for_file(user_file)
             tools.target = user_file.path

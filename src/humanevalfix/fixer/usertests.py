@@ -330,7 +330,10 @@ def baseline_problem(report: RunReport, user_file: UserFile | None, tests: UserT
         return f"could not run {tests.label}: {report.result.message.strip()[:1500]}"
     for module in report.missing_modules:
         if tests.imports_module(module):
-            return f"{tests.label} import `{module}`, which is not installed or not importable (No module named '{module}')"
+            return (
+                f"{tests.label} import `{module}`, which is not installed or not importable (No module named "
+                f"'{module}')"
+            )
     stem = user_file.module.rpartition(".")[2] if user_file else None
     for name, module in report.missing_names:
         if user_file is not None and (module == user_file.module or module.rpartition(".")[2] == stem):

@@ -63,8 +63,8 @@ TOOLS = [
     ),
     _schema(
         "edit",
-        "Replace one top-level function (`function`, or Class.method) or the lines start..end of a file in the scratch copy. "
-        "Then call run_code with no code to test the scratch copy.",
+        "Replace one top-level function (`function`, or Class.method) or the lines start..end of a file in the "
+        "scratch copy. Then call run_code with no code to test the scratch copy.",
         {
             "path": _PATH,
             "function": {"type": "string"},

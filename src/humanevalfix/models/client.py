@@ -277,7 +277,8 @@ class OpenAIChatModel:
         if dead:
             where = lease.base_url or self.base_url or "the provider default endpoint"
             raise ModelCallError(
-                f"the server stalled: no complete reply within {self.retry.timeout_s:g} s, {count} times in a row ({where})",
+                f"the server stalled: no complete reply within {self.retry.timeout_s:g} s, {count} times in a row "
+                f"({where})",
                 kind="stalled",
             )
 

@@ -48,7 +48,10 @@ DEFAULT_PROMPT_LOOKUP = 10
 # bit-identical to one-token decoding on a build without llamafile with the repacked buffers off;
 # from 8 tokens on another kernel takes over (bench/batch_exactness.py).
 EXACT_MAX_DRAFT = 6
-REBUILD_HINT = 'CMAKE_ARGS="-DGGML_LLAMAFILE=OFF" pip install --force-reinstall --no-cache-dir --no-deps "llama-cpp-python=={version}"'
+REBUILD_HINT = (
+    'CMAKE_ARGS="-DGGML_LLAMAFILE=OFF" pip install --force-reinstall --no-cache-dir --no-deps '
+    '"llama-cpp-python=={version}"'
+)
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_CHARS = 2000
@@ -242,8 +245,8 @@ def with_lookup(options: ServerOptions, prompt_lookup: int | None, exact: bool) 
         return replace(options, prompt_lookup=DEFAULT_PROMPT_LOOKUP if prompt_lookup is None else prompt_lookup)
     if prompt_lookup is not None and prompt_lookup > EXACT_MAX_DRAFT:
         raise ConfigError(
-            f"--exact-lookup: at most {EXACT_MAX_DRAFT} draft tokens are checked exactly, got --prompt-lookup {prompt_lookup} "
-            "(leave --prompt-lookup out for the most)"
+            f"--exact-lookup: at most {EXACT_MAX_DRAFT} draft tokens are checked exactly, got --prompt-lookup "
+            f"{prompt_lookup} (leave --prompt-lookup out for the most)"
         )
     drafts = EXACT_MAX_DRAFT if prompt_lookup is None else prompt_lookup
     return replace(options, prompt_lookup=drafts, repack=False, exact=True)
@@ -252,7 +255,10 @@ def with_lookup(options: ServerOptions, prompt_lookup: int | None, exact: bool) 
 def inexact_build(system_info: str) -> str | None:
     """Why this llama.cpp build cannot check drafts exactly (from llama_print_system_info); None if it can."""
     if "LLAMAFILE = 1" in system_info:
-        return "this llama-cpp-python is built with llamafile's sgemm, whose batched arithmetic differs from one-token decoding"
+        return (
+            "this llama-cpp-python is built with llamafile's sgemm, whose batched arithmetic differs from "
+            "one-token decoding"
+        )
     return None
 
 

@@ -138,7 +138,10 @@ def choose(
         lent = {f: getattr(local, f) for f in LENT if f not in explicit}
         chosen = replace(preset, model=model, name=local.name, **lent)
         sampling = ", ".join(f"{f} {_shown(getattr(chosen, f))}" for f in ("temperatures", "max_tokens", "seed"))
-        reason = f"{base_url} serves {model}, the model of preset '{local.name}': its sampling ({sampling}) so that runs compare"
+        reason = (
+            f"{base_url} serves {model}, the model of preset '{local.name}': its sampling ({sampling}) so that "
+            "runs compare"
+        )
         text_why = "--text-tools" if "native_tools" in explicit else f"preset '{local.name}' uses the text protocol"
         return ServedChoice(chosen, reason, None if chosen.native_tools else text_why)
     if preset.model:

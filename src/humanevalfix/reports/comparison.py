@@ -99,7 +99,8 @@ def compare_runs(a: Run, b: Run) -> Comparison:
         )
     if a.engine != b.engine:
         notes.append(
-            f"The runs used different engines ({a.engine} and {b.engine}): the same repair policy, so this alone does not change results."
+            f"The runs used different engines ({a.engine} and {b.engine}): the same repair policy, so this alone "
+            "does not change results."
         )
     only = len(fa) + len(fb) - 2 * len(common)
     if only:

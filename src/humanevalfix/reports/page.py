@@ -36,7 +36,8 @@ table.kv td:first-child{font-weight:600;background:#fafbfc;white-space:nowrap}
 .fail{color:#fff;background:#de2d26;border-radius:3px;padding:1px 6px;font-weight:600}
 .error{color:#fff;background:#756bb1;border-radius:3px;padding:1px 6px;font-weight:600}
 img.plot{max-width:100%;border:1px solid #eee}
-pre{margin:0;font:12px/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-word}
+pre{margin:0;font:12px/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;\
+word-break:break-word}
 pre.diff{background:#fbfbfb;padding:6px;border:1px solid #eee;max-width:720px;overflow-x:auto}
 .add{background:#e6ffec;display:block} .del{background:#ffebe9;display:block} .hunk{color:#6f42c1;display:block}
 td.err pre{color:#8a1f11;max-width:420px}
@@ -77,7 +78,10 @@ def diff_html(buggy: str | None, final: str | None) -> str:
         )
         out.append(f'<span class="{cls}">{_esc(line)}</span>' if cls else _esc(line) + "\n")
     changed = sum(1 for line in lines[2:] if line[:1] in "+-")
-    return f'<details open><summary>{changed} changed line(s), blank lines ignored</summary><pre class="diff">{"".join(out)}</pre></details>'
+    return (
+        f"<details open><summary>{changed} changed line(s), blank lines ignored</summary><pre "
+        f'class="diff">{"".join(out)}</pre></details>'
+    )
 
 
 def score_cells(r: Any) -> str:

@@ -60,7 +60,7 @@ def _category_panel(ax: Any, rows: list[CategoryRate], title: str) -> None:
     h = 0.38
     ax.barh(y - h / 2, [r.first for r in rows], h, color=FIRST_COLOR, label="first attempt")
     ax.barh(y + h / 2, [r.final for r in rows], h, color=FINAL_COLOR, label="after repair")
-    for yi, r in zip(y, rows):
+    for yi, r in zip(y, rows, strict=True):
         ax.text(min(r.final, 1.0) + 0.01, yi + h / 2, f"{100 * r.final:.0f}%", va="center", fontsize=8)
     ax.set_yticks(y, [f"{r.category} (n={r.n})" for r in rows], fontsize=9)
     ax.invert_yaxis()
@@ -76,7 +76,7 @@ def _curve_panel(ax: Any, run: Run) -> None:
     curve = cumulative_pass_rate(run.records, last)
     xs = list(range(last + 1))
     ax.plot(xs, curve, marker="o", color=FINAL_COLOR, label="solved within t repair turns")
-    for x, y in zip(xs, curve):
+    for x, y in zip(xs, curve, strict=True):
         ax.annotate(f"{100 * y:.1f}%", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     first = float(run.summary.get("pass_at_1_first", curve[0] if curve else 0.0))
     ax.axhline(first, color=FIRST_COLOR, linestyle="--", label=f"first attempt {100 * first:.1f}%")
@@ -142,7 +142,10 @@ def _tokens_panel(ax: Any, run: Run) -> None:
         )
         return
     ax.hist(
-        [[t for t, r in zip(tokens, records) if r.passed], [t for t, r in zip(tokens, records) if not r.passed]],
+        [
+            [t for t, r in zip(tokens, records, strict=True) if r.passed],
+            [t for t, r in zip(tokens, records, strict=True) if not r.passed],
+        ],
         bins=min(30, max(5, len(tokens) // 3)),
         stacked=True,
         color=[PASS_COLOR, FAIL_COLOR],
@@ -191,7 +194,7 @@ def compare_figure(cmp: Comparison) -> bytes:
     a_vals, b_vals = [cmp.first_a, cmp.final_a], [cmp.first_b, cmp.final_b]
     ax1.bar(x - w / 2, a_vals, w, color=FINAL_COLOR, label="A")
     ax1.bar(x + w / 2, b_vals, w, color=B_COLORS[1], label="B")
-    for xi, (va, vb) in enumerate(zip(a_vals, b_vals)):
+    for xi, (va, vb) in enumerate(zip(a_vals, b_vals, strict=True)):
         ax1.text(xi - w / 2, va + 0.01, f"{100 * va:.1f}%", ha="center", fontsize=9)
         ax1.text(xi + w / 2, vb + 0.01, f"{100 * vb:.1f}%", ha="center", fontsize=9)
     ax1.set_xticks(x, ["first attempt", "after repair"])

@@ -64,7 +64,8 @@ class Run:
 
 
 def _buggy_from_dataset(spec: RunSpec, missing: set[str]) -> dict[str, str]:
-    """Older results carry no buggy code: read it from the run's dataset (the bundled copy, or its file while still there)."""
+    """Older results carry no buggy code: read it from the run's dataset (the bundled copy, or its
+    file while still there)."""
     try:
         data = ds.recorded(spec.dataset.source) if missing else None
     except DatasetError:

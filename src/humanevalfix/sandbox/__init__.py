@@ -7,10 +7,11 @@ executor.py holds the interface (`Executor`: run, close, name, isolation, guaran
 fresh-interpreter executor; forkserver.py the warm one; jail.py the OS isolation around either
 (bwrap, unshare, rlimits only); cgroup.py a cgroup per executor (process count and memory, root
 included); docker.py the warm one in a container per executor, with its image built by image.py;
-factory.py maps `--sandbox` to one; pool.py lends executors to worker threads. child/ is the code that runs inside the jail (standard library only, loaded by
-file path: see child/runner.py). A new executor implements `Executor`, passes
-tests/test_sandbox_conformance.py for the guarantees it claims, and gets a builder registered with
-`@executor_kind` in factory.py (or in a plugin: humanevalfix/registry.py).
+factory.py maps `--sandbox` to one; pool.py lends executors to worker threads. child/ is the code
+that runs inside the jail (standard library only, loaded by file path: see child/runner.py). A new
+executor implements `Executor`, passes tests/test_sandbox_conformance.py for the guarantees it
+claims, and gets a builder registered with `@executor_kind` in factory.py (or in a plugin:
+humanevalfix/registry.py).
 
 Names below resolve on first use (see humanevalfix/exports.py).
 """

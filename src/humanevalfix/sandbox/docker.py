@@ -15,9 +15,9 @@ code; only the way in differs:
   SCM_RIGHTS crosses the container's namespaces);
 - the container goes with its executor. Closing the socket ends the server and `--rm` removes the
   container; that also happens when the harness dies (even by SIGKILL: its end of the socket
-  closes), once the run in flight ends. `close()`, a failed start and interpreter exit `docker rm -f` one that is still there;
-  and every container carries a label naming its owner process, so a later run removes any whose
-  owner is gone (`remove_leftovers`).
+  closes), once the run in flight ends. `close()`, a failed start and interpreter exit
+  `docker rm -f` one that is still there; and every container carries a label naming its owner
+  process, so a later run removes any whose owner is gone (`remove_leftovers`).
 
 The daemon, the image and the options are checked once per factory (`docker_factory`), before any
 run: a problem is one ConfigError line saying what to run.
@@ -167,7 +167,10 @@ def docker(args: list[str], timeout: float = DOCKER_TIMEOUT_S) -> subprocess.Com
         ) from None
 
 
-NO_CLI = "--sandbox docker: the docker CLI is not installed (apt-get install docker.io, then start the daemon: systemctl start docker, or dockerd &)"
+NO_CLI = (
+    "--sandbox docker: the docker CLI is not installed (apt-get install docker.io, then start the daemon: "
+    "systemctl start docker, or dockerd &)"
+)
 
 
 def daemon_problem(stderr: str) -> str:
@@ -179,7 +182,10 @@ def daemon_problem(stderr: str) -> str:
             "docker group (sudo usermod -aG docker $USER, then log in again), or run as root"
         )
     if "cannot connect" in text.lower() or "daemon running" in text.lower() or "no such file" in text.lower():
-        return "--sandbox docker: the Docker daemon is not running (start it: sudo systemctl start docker, or sudo dockerd &)"
+        return (
+            "--sandbox docker: the Docker daemon is not running (start it: sudo systemctl start docker, or sudo "
+            "dockerd &)"
+        )
     lines = text.splitlines()
     return f"--sandbox docker: docker does not answer: {lines[-1] if lines else 'no message'}"
 
@@ -202,7 +208,8 @@ def ensure_image(settings: DockerSettings, notify: Callable[[str], None]) -> Non
             f"--docker-image out to use {default_tag()}, built by `humanevalfix sandbox build-image`)"
         )
     notify(
-        f"docker: building the sandbox image {settings.tag} from this Python (once; `humanevalfix sandbox build-image` does it ahead)"
+        f"docker: building the sandbox image {settings.tag} from this Python (once; `humanevalfix sandbox "
+        "build-image` does it ahead)"
     )
     try:
         build_image(settings.tag)
@@ -222,7 +229,8 @@ def probe_image(settings: DockerSettings, jail: Jail) -> None:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         why = lines[-1] if lines else f"exit status {proc.returncode}"
         raise ConfigError(
-            f"--sandbox docker: the image {settings.tag} cannot run the sandbox ({why}); it needs python3 >= 3.10 with numpy on PATH"
+            f"--sandbox docker: the image {settings.tag} cannot run the sandbox ({why}); it needs python3 >= 3.10 "
+            "with numpy on PATH"
         )
 
 
@@ -309,7 +317,10 @@ class DockerExecutor(ForkServerExecutor):
         self.settings = settings
         self.guarantees = self.guarantees | {PROCS, MEMORY}
         mib = settings.memory / (1 << 20)
-        limits_text = f"; at most {settings.pids} processes, {mib:g} MiB memory without swap, {settings.cpus:g} CPUs; image {settings.tag}"
+        limits_text = (
+            f"; at most {settings.pids} processes, {mib:g} MiB memory without swap, {settings.cpus:g} "
+            f"CPUs; image {settings.tag}"
+        )
         marker = "; read-only at the same path" if jail.ro_binds else ") + rlimits"
         uid, _gid = sandbox_ids()
         isolation = describe(jail, self.mode, warm=self.warm)

@@ -7,9 +7,9 @@ strongest to weakest:
   read-only view of /usr and of the interpreter (its prefix, its virtual environment, the link
   chain of its executable and the site directories of what the jail imports: numpy,
   RestrictedPython, pytest), wherever they live, /tmp included; a read-only root; a private
-  size-capped tmpfs as work dir and /tmp, nothing else of the host (no home, no project tree) but the directories a caller
-  asks for (`ro_binds`, read-only at their own paths: `fix` shows the user's project this way),
-  uid 65534 without capabilities;
+  size-capped tmpfs as work dir and /tmp, nothing else of the host (no home, no project tree) but
+  the directories a caller asks for (`ro_binds`, read-only at their own paths: `fix` shows the
+  user's project this way), uid 65534 without capabilities;
 - `unshare`: own network and PID namespaces with a fresh /proc; the file system is the host's;
 - `none`: rlimits only; the child shares the file system, network and process table of the harness.
 
@@ -78,10 +78,14 @@ GUARANTEES = {
 }
 
 DESCRIPTIONS = {
-    "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system and /dev, private size-capped tmpfs cwd, /tmp and /dev/shm, uid 65534 without capabilities) + rlimits",
-    "unshare": "unshare (no network, own PID namespace and /proc; host file system: a candidate can write the run's own output files) + rlimits, no capabilities",
-    "none": "rlimits only, no capabilities (host file system, network and process table: a candidate can write the run's own output files and signal the harness)",
-    "docker": "docker container (no network, own PID namespace and /proc, read-only image as root file system, private tmpfs cwd and /tmp, uid 65534 without capabilities, no-new-privileges) + rlimits",
+    "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system and /dev, private size-capped tmpfs "
+    "cwd, /tmp and /dev/shm, uid 65534 without capabilities) + rlimits",
+    "unshare": "unshare (no network, own PID namespace and /proc; host file system: a candidate can write the run's "
+    "own output files) + rlimits, no capabilities",
+    "none": "rlimits only, no capabilities (host file system, network and process table: a candidate can write the "
+    "run's own output files and signal the harness)",
+    "docker": "docker container (no network, own PID namespace and /proc, read-only image as root file system, "
+    "private tmpfs cwd and /tmp, uid 65534 without capabilities, no-new-privileges) + rlimits",
 }
 
 
@@ -372,7 +376,8 @@ def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] =
         f"for p in {[str(p) for p in ro_binds]!r}:\n"
         "    assert os.access(p, os.R_OK), f'{p} not readable in the sandbox'\n"
         f"for m in {list(jail.imports)!r}:\n"
-        "    assert importlib.util.find_spec(m), f'{m} (installed for {sys.executable}) cannot be imported in the sandbox'\n"
+        "    assert importlib.util.find_spec(m), f'{m} (installed for {sys.executable}) cannot be imported in the "
+        "sandbox'\n"
         "names = [n for n in socket.if_nameindex() if n[1] != 'lo']\n"
         "assert not names, f'network interfaces visible: {names}'\n"
         "print('ok')\n"

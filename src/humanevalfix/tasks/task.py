@@ -67,7 +67,8 @@ def task_from_row(row: Any, where: str, max_field: int = DEFAULT_MAX_FIELD) -> T
         value = row.get(name)
         if isinstance(value, str) and len(value) > max_field:
             raise DatasetError(
-                f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} (--max-field-size raises it)"
+                f"{where}: field '{name}' is {len(value)} characters, above the limit of {max_field} "
+                "(--max-field-size raises it)"
             )
         if isinstance(value, str) and not encodable(value):
             # A JSON escape such as \ud800: no UTF-8 form, so no prompt or sandbox could take it.

@@ -218,7 +218,8 @@ class _Candidate:
         line = _candidate_line(exc, self.execution.CANDIDATE_FILE)
         if line is not None:
             parts.append(
-                f"  {'assert in' if asserted else 'raised at'} candidate line {line}: {self.execution.source_line(code, line)}"
+                f"  {'assert in' if asserted else 'raised at'} candidate line {line}: "
+                f"{self.execution.source_line(code, line)}"
             )
         return "\n".join(parts)
 

@@ -6,6 +6,7 @@ with pytest's assertion rewriting (when pytest is there) giving a failed assert 
 import ast
 import builtins
 import contextlib
+import traceback
 from collections.abc import Iterator
 from typing import Any
 

@@ -178,7 +178,8 @@ class Channel:
             raise self._exception(answer["raised"])
         why = answer.get("not_plain")
         raise self._fail(
-            f"`{name}` {why if isinstance(why, str) else 'sent a malformed answer'}: only plain data reaches the judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)"
+            f"`{name}` {why if isinstance(why, str) else 'sent a malformed answer'}: only plain data reaches the "
+            "judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)"
         )
 
     def _exception(self, raised: dict[str, Any]) -> BaseException:
@@ -226,7 +227,9 @@ class Channel:
         if not isinstance(name, str):
             return _local_batch(func, [plain.from_tree(a) for a in calls] if encoded else calls, budget_s)
         try:
-            request = [[a if encoded else plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits)]
+            request = [
+                [a if encoded else plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits, strict=False)
+            ]
         except plain.NotPlain as exc:
             raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None
         outs = self.batch_json(func, plain.dumps(request).encode("ascii"), len(calls), budget_s, None)

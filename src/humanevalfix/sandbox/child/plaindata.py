@@ -200,7 +200,7 @@ def _from(tree: Any, depth: int, budget: list[int]) -> Any:
         values = list(items)
         if len(values) % 2:
             raise ProtocolError("a dict with an odd number of entries")
-        return dict(zip(values[0::2], values[1::2]))
+        return dict(zip(values[0::2], values[1::2], strict=True))
     if len(rest) == 1 and type(rest[0]) is str and len(rest[0]) <= MAX_FRAME:
         if tag == "i":
             return int(rest[0], 16)

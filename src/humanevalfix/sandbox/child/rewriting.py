@@ -3,8 +3,9 @@
 As pytest does, each `assert` of the test is rewritten with `ast`, so that a failure can say
 which call was made, what it returned and what was expected. Every value an assertion looks at
 (call results, their arguments, names, operands) goes through the recorder, `@hefix.val(slot, x)`
-and `@hefix.call(slot, f, args, kwargs)`, which keeps it for the message (assertions.py). `AssertInfo` records, per assert, where each slot's
-expression is in the test's text, to quote it only when the assert fails.
+and `@hefix.call(slot, f, args, kwargs)`, which keeps it for the message (assertions.py).
+`AssertInfo` records, per assert, where each slot's expression is in the test's text, to quote it
+only when the assert fails.
 
 Standard library only: runs inside the sandboxed child, loaded by file path (see runner.py).
 """
