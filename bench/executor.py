@@ -45,7 +45,7 @@ from humanevalfix.evaluation.pluscases import CaseStore
 from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.sandbox import testcode
 from humanevalfix.sandbox.child.execution import PRELUDE
-from humanevalfix.sandbox.executor import Executor, Limits
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, Executor, Limits
 from humanevalfix.sandbox.factory import build_executor, executor_factory
 
 BASELINE = "process (fresh)"
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         help="dataset file (default: $HUMANEVALFIX_DATASET, else the bundled copy)",
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    parser.add_argument("--timeout", type=float, default=6.0, help="per-run time limit in seconds")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-run time limit in seconds")
     parser.add_argument("--only", nargs="*", default=None, help="executor labels to run (the baseline always runs)")
     parser.add_argument(
         "--end-to-end",

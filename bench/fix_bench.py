@@ -50,6 +50,7 @@ from fix_diffs import quality  # bench/, beside this script
 from fix_helpers import MODES, helper_task
 from fix_tasks import Children, Row, Scorer, child_env, fix_task, module_name
 
+from humanevalfix.agent import DEFAULT_MAX_ITERS
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.records import read_stream
@@ -58,8 +59,8 @@ from humanevalfix.evaluation.runloop import LoopEnd, TaskLoop, run_loop
 from humanevalfix.models.catalog import LOCAL
 from humanevalfix.models.presets import Preset, load_presets, resolve
 from humanevalfix.runspec import from_dict
-from humanevalfix.sandbox.executor import Limits
-from humanevalfix.sandbox.factory import SANDBOXES, build_executor
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, Limits
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES, build_executor
 
 LOCAL_REQUEST_TIMEOUT_S = 900  # one CPU server answers one request at a time (providers.LOCAL_TIMEOUT_S)
 
@@ -302,14 +303,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds per model request (default: fix's; 900 for the embedded model this bench starts, or a CPU "
         "server shared with another run)",
     )
-    g.add_argument("--max-iters", type=int, default=5, help="repair turns after the first (default 5)")
+    g.add_argument(
+        "--max-iters",
+        type=int,
+        default=DEFAULT_MAX_ITERS,
+        help=f"repair turns after the first (default {DEFAULT_MAX_ITERS})",
+    )
     g.add_argument(
         "--sandbox",
         choices=SANDBOXES,
-        default="auto",
+        default=DEFAULT_SANDBOX,
         help="fix's sandbox (the independent score uses the strongest that works)",
     )
-    g.add_argument("--timeout", type=float, default=6.0, help="seconds per test run (default 6)")
+    g.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=f"seconds per test run (default {DEFAULT_TIMEOUT_S:g})"
+    )
     g.add_argument(
         "--task-timeout", type=float, default=3600.0, help="stop a fix command after this many seconds (default 3600)"
     )

@@ -27,7 +27,7 @@ from humanevalfix.fixer.command import fix_executor, where_to_look
 from humanevalfix.fixer.project import project_of
 from humanevalfix.fixer.userfile import load_user_file
 from humanevalfix.fixer.usertests import UserTestExecutor, load_tests, read_only_paths
-from humanevalfix.sandbox.executor import Limits
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, Limits
 
 
 def scopes_of(task: ds.Task, root: Path, task_set: str, timeout: float) -> list[str]:
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", choices=("single", "helper"), default="helper")
     p.add_argument("--limit", type=int)
     p.add_argument("--tasks")
-    p.add_argument("--timeout", type=float, default=6.0)
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     data = ds.load(ds.resolve_path(None))

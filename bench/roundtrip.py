@@ -24,7 +24,7 @@ from pathlib import Path
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.generations import read_generations, score_generations
 from humanevalfix.sandbox.executor import Limits
-from humanevalfix.sandbox.factory import SANDBOXES
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES
 from humanevalfix.testing.reference import reference_passes
 
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         default=ds.resolve_path(None) or ds.bundled_path(),
         help="default: HUMANEVALFIX_DATASET, else the bundled copy",
     )
-    p.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    p.add_argument("--sandbox", choices=SANDBOXES, default=DEFAULT_SANDBOX)
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
     tasks = ds.load_file(args.dataset_path).tasks

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox.child.procs import parent_map
-from humanevalfix.sandbox.executor import Limits
-from humanevalfix.sandbox.factory import build_executor
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, Limits
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, build_executor
 
 CODE = "def f():\n    return None\n"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -128,7 +128,7 @@ def shares(
 
 def measure(kind: str, runs: int, calls: int = 1) -> int:
     try:
-        executor = build_executor(kind, Limits(timeout_s=6.0))
+        executor = build_executor(kind, Limits(timeout_s=DEFAULT_TIMEOUT_S))
     except ConfigError as exc:
         print(f"run_cost: {exc}", file=sys.stderr)
         return 2
@@ -169,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calls", type=int, default=1, help="calls of the candidate's function in each run's test (default 1)"
     )
-    parser.add_argument("--sandbox", default="auto", help="the executor's kind (default auto: the default sandbox)")
+    parser.add_argument(
+        "--sandbox",
+        default=DEFAULT_SANDBOX,
+        help=f"the executor's kind (default {DEFAULT_SANDBOX}: the default sandbox)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1 or args.calls < 1:
         parser.error("--runs and --calls must be at least 1")

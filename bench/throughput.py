@@ -32,7 +32,7 @@ from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.models.catalog import COMPATIBLE
 from humanevalfix.models.presets import Preset, resolve
-from humanevalfix.sandbox.factory import SANDBOXES
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES
 from humanevalfix.testing.oracle import oracle_handler
 from humanevalfix.testing.scripted_server import ScriptedServer
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="worker counts for the harness-alone run (default: 1, the core count and twice that)",
     )
-    p.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    p.add_argument("--sandbox", choices=SANDBOXES, default=DEFAULT_SANDBOX)
     args = p.parse_args(argv)
     dataset = args.dataset_path
     data = ds.load_file(dataset)

@@ -8,19 +8,23 @@ the tables of docs/architecture.md, which must be what the registries render.
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from humanevalfix.agent.strategies import STRATEGIES
 from humanevalfix.cli import build_parser
 from humanevalfix.errors import ConfigError, DatasetError
-from humanevalfix.evaluation.scores import SCORERS
-from humanevalfix.models.catalog import PROVIDERS, selectable_providers
-from humanevalfix.models.presets import Preset, resolve
+from humanevalfix.evaluation.dataset import bundled_path
+from humanevalfix.evaluation.scores import BUILTINS, SCORERS
+from humanevalfix.models.catalog import COMPATIBLE, LOCAL, ORACLE, PROVIDERS, selectable_providers
+from humanevalfix.models.presets import AUTO_ORDER, Preset, load_presets, resolve
 from humanevalfix.models.providers import PLACEHOLDER_KEY, key_pool
 from humanevalfix.registry import Registry
-from humanevalfix.sandbox.factory import SANDBOXES
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, LEVEL_NAMES, SANDBOXES
 from humanevalfix.tasks.formats import FORMATS, read_rows
 
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
@@ -70,13 +74,57 @@ def test_the_architecture_tables_are_what_the_registries_hold(render: object) ->
     assert table in ARCHITECTURE.read_text(encoding="utf-8"), f"docs/architecture.md should hold, as rendered:\n{table}"
 
 
-def test_the_built_in_kinds_are_registered_in_their_order() -> None:
-    assert list(PROVIDERS) == ["openai", "together", "hf", "compatible", "local", "oracle"]
-    assert selectable_providers() == ("openai", "together", "hf", "compatible", "local")
-    assert list(SANDBOXES) == ["auto", "bwrap", "unshare", "process", "restricted", "docker"]
-    assert list(FORMATS) == [".jsonl", ".json", ".parquet"]
-    assert list(STRATEGIES) == ["fix", "explain", "rewrite"]
-    assert list(SCORERS) == ["verdict", "plus", "hardcoding"]
+# Each registry, with where an entry's code lives and the module that registers the built-in ones.
+BUILT_IN: list[tuple[Registry[Any], Callable[[Any], str], str]] = [
+    (PROVIDERS, lambda spec: spec.open.__module__, "humanevalfix.models.providers"),
+    (SANDBOXES, lambda kind: kind.build.__module__, "humanevalfix.sandbox.factory"),
+    (FORMATS, lambda fmt: fmt.read.__module__, "humanevalfix.tasks.formats"),
+    (STRATEGIES, lambda spec: spec.next_exchange.__module__, "humanevalfix.agent.prompts"),
+    (SCORERS, lambda entry: type(entry).__module__, BUILTINS),
+]
+
+
+@pytest.mark.parametrize(("registry", "module_of", "builtins"), BUILT_IN, ids=[r.kind for r, _, _ in BUILT_IN])
+def test_the_built_in_kinds_are_registered_before_any_other(
+    registry: Registry[Any], module_of: Callable[[Any], str], builtins: str
+) -> None:
+    """Whatever a plugin adds comes after the package's own entries (tests/test_plugin.py installs one)."""
+    names = list(registry)
+    own = [name for name in names if module_of(registry[name]) == builtins]
+    assert own and names[: len(own)] == own, f"{registry.kind}: {names}, of which {builtins} registers {own}"
+
+
+def test_auto_is_the_first_sandbox_and_each_jail_it_may_end_in_is_a_sandbox_of_its_own() -> None:
+    assert list(SANDBOXES)[0] == DEFAULT_SANDBOX
+    assert set(LEVEL_NAMES.values()) <= set(SANDBOXES) - {DEFAULT_SANDBOX}
+
+
+def test_the_providers_the_code_names_are_registered_and_only_the_oracle_is_not_offered() -> None:
+    """The fallback without a key is the embedded model (local), a key picks the first of AUTO_ORDER's
+    providers, --base-url alone means compatible, and the oracle is chosen by --model oracle:..."""
+    named = {LOCAL, COMPATIBLE, ORACLE} | {provider for provider, _ in AUTO_ORDER}
+    assert named <= set(PROVIDERS)
+    assert set(PROVIDERS) - set(selectable_providers()) == {ORACLE}
+    assert resolve(None, presets=load_presets(), environ={}).provider == LOCAL and not PROVIDERS[LOCAL].needs_key
+    assert all(PROVIDERS[provider].needs_key for provider, _ in AUTO_ORDER)
+
+
+def test_the_bundled_dataset_is_of_a_registered_format() -> None:
+    assert bundled_path().suffix in FORMATS
+    assert all(suffix == fmt.suffix == suffix.lower() and suffix.startswith(".") for suffix, fmt in FORMATS.items())
+
+
+def test_the_strategies_escalate_from_one_every_task_can_use_to_the_last_resort() -> None:
+    """The first way of asking needs nothing but the task (no opening); the last, rewrite, starts a
+    conversation of its own (agent/strategies.py)."""
+    specs = list(STRATEGIES.values())
+    assert specs[0].opening is None and specs[-1].opening is not None
+    assert all(name == spec.name for name, spec in STRATEGIES.items())
+
+
+def test_the_verdict_leads_the_scorers() -> None:
+    """The summary's rows and the report's lines are in registration order: the test's verdict first."""
+    assert list(SCORERS)[0] == "verdict"
 
 
 def _choices(parser: argparse.ArgumentParser, command: str, option: str) -> list[str]:
@@ -85,11 +133,18 @@ def _choices(parser: argparse.ArgumentParser, command: str, option: str) -> list
     return list(action.choices or ())
 
 
+def _default(parser: argparse.ArgumentParser, command: str, option: str) -> Any:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    return next(a for a in sub._actions if option in a.option_strings).default
+
+
 def test_the_cli_offers_what_is_registered() -> None:
     parser = build_parser()
     for command in ("eval", "fix"):
         assert _choices(parser, command, "--provider") == list(selectable_providers())
+    for command in ("eval", "fix", "score", "validate-dataset"):
         assert _choices(parser, command, "--sandbox") == list(SANDBOXES)
+        assert _default(parser, command, "--sandbox") == DEFAULT_SANDBOX
 
 
 @pytest.mark.parametrize("name", [n for n, s in PROVIDERS.items() if s.needs_key])
@@ -131,7 +186,10 @@ def test_a_registry_refuses_a_second_entry_and_names_the_choices_for_an_unknown_
 def test_an_unknown_dataset_suffix_names_the_registered_ones(tmp_path: Path) -> None:
     path = tmp_path / "tasks.csv"
     path.write_text("task_id\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"unsupported dataset format '\.csv' \(use \.jsonl, \.json or \.parquet\)"):
+    *others, last = FORMATS
+    assert others, "several formats: the message joins them"
+    listed = f"{', '.join(others)} or {last}"
+    with pytest.raises(DatasetError, match=re.escape(f"unsupported dataset format '.csv' (use {listed})")):
         list(read_rows(path))
 
 

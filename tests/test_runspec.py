@@ -21,6 +21,7 @@ from humanevalfix.evaluation.records import read_stream
 from humanevalfix.evaluation.rescore import rescore
 from humanevalfix.evaluation.results import Summary, load_results
 from humanevalfix.evaluation.runner import run_eval
+from humanevalfix.models.embedded import DEFAULT_PROMPT_LOOKUP
 from humanevalfix.models.presets import resolve
 from humanevalfix.reports.runs import load_run, summary_lines
 from humanevalfix.reports.summary import summary_table
@@ -132,7 +133,8 @@ def test_written_as_it_is_and_read_back_equal() -> None:
     stored = spec.to_dict()
     assert stored["schema_version"] == SCHEMA_VERSION
     assert (stored["protocol"], stored["docstring"], stored["feedback"]) == ("hidden", True, "example")
-    assert stored["sampling"]["seed"] == 0 and stored["embedded_server"] == {"prompt_lookup": 10, "exact_lookup": False}
+    assert stored["sampling"]["seed"] == 0
+    assert stored["embedded_server"] == {"prompt_lookup": DEFAULT_PROMPT_LOOKUP, "exact_lookup": False}
     again = from_dict(json.loads(json.dumps(stored)))
     assert again == spec and again.unrecorded == frozenset() and again.to_dict() == stored
     assert (

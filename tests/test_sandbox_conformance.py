@@ -43,7 +43,7 @@ from humanevalfix.sandbox.cgroup import MEMORY, PROCS
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.docker import LABEL, OWNER_LABEL, DockerSettings, daemon_problem, owner_label
 from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB
-from humanevalfix.sandbox.factory import build_executor
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES, build_executor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import FS, NET, PIDS, best_level
 from humanevalfix.tasks.support import support_code
@@ -71,9 +71,16 @@ VARIANTS = {
 PLUGIN_SANDBOX = os.environ.get("HUMANEVALFIX_CONFORMANCE_SANDBOX", "").strip()
 if PLUGIN_SANDBOX:
     VARIANTS[f"{PLUGIN_SANDBOX}-fork"] = (PLUGIN_SANDBOX, False)
+KINDS = list(dict.fromkeys(kind for kind, _ in VARIANTS.values()))  # each sandbox kind once
 
 TEST = "def check(f):\n    assert f(1) == 2\ncheck(f)\n"
 GOOD = "def f(x):\n    return x + 1\n"
+
+
+def test_every_built_in_sandbox_but_auto_is_held_to_this_suite() -> None:
+    """`auto` runs as one of the others; a kind registered in sandbox/factory.py needs its variant above."""
+    built_in = {name for name, kind in SANDBOXES.items() if kind.build.__module__ == build_executor.__module__}
+    assert DEFAULT_SANDBOX in built_in and built_in - {DEFAULT_SANDBOX} <= set(KINDS), sorted(built_in)
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS))
@@ -996,7 +1003,7 @@ def _keep_one_server(ex: Any) -> None:
     assert ex.starts == starts
 
 
-@pytest.mark.parametrize("kind", ["bwrap", "unshare", "process", "restricted", "docker"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_close_leaves_no_process_and_no_temp_dir(kind: str) -> None:
     executor = build_executor(kind, Limits(timeout_s=TIMEOUT))
     assert isinstance(executor, ForkServerExecutor)

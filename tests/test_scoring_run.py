@@ -19,7 +19,7 @@ from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, Cases, CaseStore, default_directory
 from humanevalfix.evaluation.scorer import PASSED_MESSAGE, score, score_task
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
-from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor, Limits
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, JUDGE, ExecResult, Executor, Limits
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.sandbox.jail import FS
 from humanevalfix.tasks.task import Task
@@ -29,7 +29,7 @@ SAMPLE = ("Python/0", "Python/2", "Python/32", "Python/55", "Python/100", "Pytho
 
 @pytest.fixture(scope="module")
 def bwrap() -> Iterator[Executor]:
-    ex = build_executor("bwrap", Limits(timeout_s=6.0))
+    ex = build_executor("bwrap", Limits(timeout_s=DEFAULT_TIMEOUT_S))
     yield ex
     ex.close()
 
@@ -134,7 +134,7 @@ def test_answers_are_kept_on_disk_only_where_candidates_cannot_write_the_hosts_f
     all_tasks: dict[str, Task], bwrap: Executor, tmp_path: Path
 ) -> None:
     task = all_tasks["Python/2"]
-    process = build_executor("process", Limits(timeout_s=6.0))
+    process = build_executor("process", Limits(timeout_s=DEFAULT_TIMEOUT_S))
     try:
         assert FS not in process.guarantees and JUDGE in process.guarantees
         unsafe = CaseStore(tmp_path / "process")

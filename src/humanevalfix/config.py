@@ -10,10 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from humanevalfix import __version__
+from humanevalfix.agent import DEFAULT_MAX_ITERS, DEFAULT_RUNTIME_VALUES, DEFAULT_SAMPLES
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.agent.policies import DEFAULT_POLICY, POLICIES
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from humanevalfix.errors import ConfigError
+from humanevalfix.models.client import (
+    DEFAULT_MAX_REPLY_CHARS,
+    DEFAULT_REQUEST_TIMEOUT_S,
+    DEFAULT_RETRY_ATTEMPTS,
+    DEFAULT_RETRY_INITIAL_S,
+)
+from humanevalfix.models.embedded import DEFAULT_PROMPT_LOOKUP
 from humanevalfix.models.presets import Preset
 from humanevalfix.runspec import (
     AgentSpec,
@@ -27,7 +35,10 @@ from humanevalfix.runspec import (
     SandboxSpec,
 )
 from humanevalfix.sandbox.docker import DockerSettings
-from humanevalfix.sandbox.factory import SANDBOXES
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS
+from humanevalfix.tasks.task import DEFAULT_MAX_FIELD
 
 RESULTS_DIR = Path("results")
 
@@ -64,6 +75,15 @@ def parse_size(text: str, where: str) -> int:
         raise ConfigError(f"{where}: expected a size such as 512m or 2g, got {text!r}")
     scale = 1 << (10 * "bkmgt".index(match.group(2).lower() or "b"))
     return int(float(match.group(1)) * scale)
+
+
+def size_text(size: int) -> str:
+    """A size as parse_size reads it, in the largest unit that holds it whole: 1m, 256k, 1g, 100."""
+    for unit in "tgmk":
+        scale = 1 << (10 * "bkmgt".index(unit))
+        if size and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
 
 
 def docker_settings(
@@ -119,36 +139,36 @@ class RunConfig:
     dataset_path: Path | None = None
     task_ids: tuple[str, ...] | None = None
     limit: int | None = None
-    max_iters: int = 5
+    max_iters: int = DEFAULT_MAX_ITERS
     redraws: int = _DEFAULT.redraws  # agent._settings.AgentSettings.redraws
     redraw_turns: int | None = _DEFAULT.redraw_turns  # agent._settings.AgentSettings.redraw_turns
     strategies: tuple[str, ...] | None = _DEFAULT.strategies  # agent._settings.AgentSettings.strategies (None: all)
     rewrite_turns: int = _DEFAULT.rewrite_turns  # agent._settings.AgentSettings.rewrite_turns
     rewrite_again: str = _DEFAULT.rewrite_again  # agent._settings.AgentSettings.rewrite_again
     rewrite_now: bool = _DEFAULT.rewrite_now  # agent._settings.AgentSettings.rewrite_now
-    runtime_values: str = "none"  # agent._settings.RUNTIME_VALUES
+    runtime_values: str = DEFAULT_RUNTIME_VALUES  # agent._settings.RUNTIME_VALUES
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
-    workers: int = 1
-    samples: int = 1
-    sandbox: str = "auto"  # after sandbox_choice: what `auto` means here may be set by HUMANEVALFIX_SANDBOX
+    workers: int = DEFAULT_WORKERS
+    samples: int = DEFAULT_SAMPLES
+    sandbox: str = DEFAULT_SANDBOX  # after sandbox_choice: what `auto` means here may be set by HUMANEVALFIX_SANDBOX
     docker: DockerSettings = DockerSettings()  # --sandbox docker only
-    timeout_s: float = 6.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     out: Path | None = None
     resume: Path | None = None
     traces: Path | None = None
     verbose: bool = False
     debug: bool = False
-    retry_attempts: int = 6
-    retry_initial_s: float = 1.0
-    request_timeout_s: float = 120.0
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
+    retry_initial_s: float = DEFAULT_RETRY_INITIAL_S
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     gguf: Path | None = None  # embedded model weights, when given by path
-    prompt_lookup: int = 10  # embedded model: prompt-lookup draft tokens, 0 off (models.embedded)
+    prompt_lookup: int = DEFAULT_PROMPT_LOOKUP  # embedded model: prompt-lookup draft tokens, 0 off (models.embedded)
     exact_lookup: bool = False  # embedded model: drafts checked exactly (ServerOptions.exact)
     visualize: bool = False
     skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
-    max_field_chars: int = 1 << 20  # a dataset row's largest code or test field (evaluation.dataset)
-    max_reply_chars: int = 256 * 1024  # a longer model reply is the outcome too_large (models.client)
+    max_field_chars: int = DEFAULT_MAX_FIELD  # a dataset row's largest code or test field (tasks.task)
+    max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS  # a longer model reply is the outcome too_large (models.client)
     # --base-url: which preset's sampling the served model got and why; why the text protocol
     # (models.served). None: the preset as named.
     preset_reason: str | None = None

@@ -26,13 +26,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from humanevalfix.agent import AgentSettings
+from humanevalfix.agent import DEFAULT_MAX_ITERS, DEFAULT_RUNTIME_VALUES, DEFAULT_SAMPLES, AgentSettings
 from humanevalfix.agent.engines import DEFAULT_ENGINE
-from humanevalfix.agent.protocols import PROTOCOLS
+from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from humanevalfix.agent.strategies import REWRITE_AGAIN, REWRITE_TURNS
 from humanevalfix.errors import UserError
 from humanevalfix.models.catalog import LOCAL
+from humanevalfix.models.embedded import DEFAULT_PROMPT_LOOKUP
 from humanevalfix.models.presets import Preset
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS
 
 SCHEMA_VERSION = 3
 _NO_LEGACY = object()
@@ -61,7 +64,7 @@ class DatasetSpec:
 class EmbeddedServerSpec:
     # Mostly speed, but drafted tokens are checked in batches, whose arithmetic can flip a greedy
     # near tie (docs/local-model.md): compared on --resume.
-    prompt_lookup: int = _f("prompt_lookup", True, 10, "--prompt-lookup")
+    prompt_lookup: int = _f("prompt_lookup", True, DEFAULT_PROMPT_LOOKUP, "--prompt-lookup")
     exact_lookup: bool = _f(
         "exact_lookup", True, False, "--exact-lookup", legacy=False
     )  # added later; before, never exact
@@ -111,9 +114,9 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class ProtocolSpec:
-    name: str = _f("protocol", True, "tests", "--protocol")  # agent.protocols: what the model saw
-    docstring: bool = _f("docstring", True, False, "--protocol")  # the two below follow from the name
-    feedback: str = _f("feedback", True, "tests", "--protocol")
+    name: str = _f("protocol", True, DEFAULT_PROTOCOL, "--protocol")  # agent.protocols: what the model saw
+    docstring: bool = _f("docstring", True, PROTOCOLS[DEFAULT_PROTOCOL].docstring, "--protocol")  # from the name
+    feedback: str = _f("feedback", True, PROTOCOLS[DEFAULT_PROTOCOL].feedback, "--protocol")
 
     @classmethod
     def named(cls, name: str) -> ProtocolSpec:
@@ -123,12 +126,12 @@ class ProtocolSpec:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    max_iters: int = _f("max_iters", True, 5, "--max-iters")
+    max_iters: int = _f("max_iters", True, DEFAULT_MAX_ITERS, "--max-iters")
     # Both engines give the same results, but the config labels every task of the run with one
     # engine, which a resume with the other would make untrue.
     engine: str = _f("engine", True, DEFAULT_ENGINE, "--engine", legacy=DEFAULT_ENGINE)
-    samples: int = _f("samples", True, 1, "--samples", legacy=1)
-    workers: int = _f("workers", False, 1)
+    samples: int = _f("samples", True, DEFAULT_SAMPLES, "--samples", legacy=1)  # legacy: one, before the option
+    workers: int = _f("workers", False, DEFAULT_WORKERS)
     # A turn's replies drawn again, and what the feedback shows of a failing call: both change what
     # the model sees (agent._settings); runs before them had neither.
     redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)
@@ -141,7 +144,7 @@ class AgentSpec:
     rewrite_turns: int = _f("rewrite_turns", True, REWRITE_TURNS, "--rewrite-turns", legacy=REWRITE_TURNS)
     rewrite_again: str = _f("rewrite_again", True, REWRITE_AGAIN[0], "--rewrite-again", legacy=REWRITE_AGAIN[0])
     rewrite_now: bool = _f("rewrite_now", True, False, "--rewrite-now", legacy=False)
-    runtime_values: str = _f("runtime_values", True, "none", "--runtime-values", legacy="none")
+    runtime_values: str = _f("runtime_values", True, DEFAULT_RUNTIME_VALUES, "--runtime-values", legacy="none")
     # Known at the end of a run (the endpoint may move to the text protocol on the way).
     tool_mode: str | None = _f("tool_mode", False, None)
     tool_mode_reason: str | None = _f("tool_mode_reason", False, None)
@@ -162,7 +165,7 @@ class SandboxSpec:
     docker: DockerSpec | None = _f("docker", True, None)  # executor docker only
     isolation: str = _f("isolation", False, "")  # a description of the executor's
     isolation_warning: str | None = _f("isolation_warning", False, None)  # `auto` below file-system isolation: why
-    timeout_s: float = _f("timeout_s", True, 6.0, "--timeout")
+    timeout_s: float = _f("timeout_s", True, DEFAULT_TIMEOUT_S, "--timeout")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ FEEDBACK_MODES = ("tests", "example", "none")
 # none: the failure alone; trace: and what the failing call did, line by line; locate: and the model
 # is asked to name the line whose values go wrong before the code.
 RUNTIME_VALUES = ("none", "trace", "locate")
+DEFAULT_RUNTIME_VALUES = RUNTIME_VALUES[0]
+DEFAULT_MAX_ITERS = 5  # repair turns after the first attempt (--max-iters)
+DEFAULT_SAMPLES = 1  # independent repair runs per task (--samples)
 
 
 class ToolMode:
@@ -43,7 +46,7 @@ class ToolMode:
 
 @dataclass(frozen=True)
 class AgentSettings:
-    max_iters: int = 5
+    max_iters: int = DEFAULT_MAX_ITERS
     feedback: str = "tests"
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7)
     max_tokens: int = 1024
@@ -64,7 +67,7 @@ class AgentSettings:
     redraws: int = 0
     redraw_turns: int | None = None  # only in the first this many turns (None: every turn)
     redraw_temperature: float = 0.8
-    runtime_values: str = "none"  # RUNTIME_VALUES: a failing call's trace in the feedback (agent.tracing)
+    runtime_values: str = DEFAULT_RUNTIME_VALUES  # RUNTIME_VALUES: a failing call's trace (agent.tracing)
 
     @property
     def budget(self) -> int:

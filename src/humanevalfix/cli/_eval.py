@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.agent import RUNTIME_VALUES
+from humanevalfix.agent import DEFAULT_RUNTIME_VALUES, DEFAULT_SAMPLES, RUNTIME_VALUES
 from humanevalfix.agent.engines import require_engine
 from humanevalfix.agent.policies import DEFAULT_POLICY, POLICIES, RepairPolicy
 from humanevalfix.agent.protocols import DEFAULT_PROTOCOL, PROTOCOLS, describe
@@ -25,14 +25,15 @@ from humanevalfix.cli._options import (
     served_from_args,
     size_option,
 )
-from humanevalfix.config import RunConfig
+from humanevalfix.config import RunConfig, size_text
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
 from humanevalfix.models.catalog import LOCAL
-from humanevalfix.models.client import RetryPolicy
-from humanevalfix.models.embedded import ServerOptions, with_lookup
+from humanevalfix.models.client import DEFAULT_MAX_REPLY_CHARS
+from humanevalfix.models.embedded import DEFAULT_PROMPT_LOOKUP, EXACT_MAX_DRAFT, ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
 from humanevalfix.safetext import shown
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS
 
 HELP = "run the benchmark (the default command)"
 
@@ -51,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=size_option,
         default=DEFAULT_MAX_FIELD,
         metavar="SIZE",
-        help="refuse dataset rows with a code or test field above SIZE characters (default 1m)",
+        help="refuse dataset rows with a code or test field above SIZE characters (default "
+        f"{size_text(DEFAULT_MAX_FIELD)})",
     )
     g.add_argument(
         "--skip-bad-rows",
@@ -61,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--samples",
         type=positive_int,
-        default=1,
+        default=DEFAULT_SAMPLES,
         help="independent repair runs per task (for pass@k; use temperatures above 0)",
     )
     g.add_argument(
@@ -132,12 +134,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--runtime-values",
         choices=RUNTIME_VALUES,
-        default="none",
+        default=DEFAULT_RUNTIME_VALUES,
         help="after a failed run, what the failing call did: none; trace: its variables line by line (an unscored "
-        "sandbox run); locate: the trace, and the model names the wrong line first (default none)",
+        f"sandbox run); locate: the trace, and the model names the wrong line first (default {DEFAULT_RUNTIME_VALUES})",
     )
     g = p.add_argument_group("run")
-    g.add_argument("--workers", type=positive_int, default=1, help="tasks in parallel (default 1)")
+    g.add_argument(
+        "--workers", type=positive_int, default=DEFAULT_WORKERS, help=f"tasks in parallel (default {DEFAULT_WORKERS})"
+    )
     g.add_argument(
         "--out",
         type=output_file,
@@ -150,21 +154,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         metavar="N",
         help="embedded model: up to N draft tokens copied from the prompt per step, 0 for plain decoding (default "
-        "10; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
+        f"{DEFAULT_PROMPT_LOOKUP}; faster, and greedy replies the same but for rare near ties: docs/local-model.md)",
     )
     g.add_argument(
         "--exact-lookup",
         action="store_true",
-        help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most 6 "
-        "drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)",
+        help="embedded model: check drafts so that greedy replies are exactly those of plain decoding (at most "
+        f"{EXACT_MAX_DRAFT} drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)",
     )
     g.add_argument(
         "--max-reply-size",
         type=size_option,
-        default=RetryPolicy().max_reply_chars,
+        default=DEFAULT_MAX_REPLY_CHARS,
         metavar="SIZE",
         help="a model reply or run_code argument above SIZE characters is the outcome too_large, not kept (default "
-        "256k)",
+        f"{size_text(DEFAULT_MAX_REPLY_CHARS)})",
     )
     g.add_argument("--visualize", action="store_true", help="also write the PNG and HTML report next to the results")
     g.add_argument("--verbose", "-v", action="store_true", help="a line per task")

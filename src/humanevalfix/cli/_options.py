@@ -9,16 +9,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.agent import FEEDBACK_MODES
+from humanevalfix.agent import DEFAULT_MAX_ITERS, FEEDBACK_MODES
 from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
-from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice
+from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice, size_text
 from humanevalfix.envfiles import EnvFiles, key_line
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.catalog import COMPATIBLE, selectable_providers
+from humanevalfix.models.client import DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRY_ATTEMPTS, DEFAULT_STALLS_IN_A_ROW
 from humanevalfix.models.presets import Preset, load_presets, parse_seed, parse_temperatures, resolve
 from humanevalfix.models.served import ServedChoice, choose, first_key
 from humanevalfix.sandbox.docker import DockerSettings
-from humanevalfix.sandbox.factory import SANDBOXES
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES
 
 
 def positive_int(text: str) -> int:
@@ -125,8 +127,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--max-iters",
         type=non_negative_int,
-        default=5,
-        help="repair turns after the first attempt (0: one attempt, no feedback; default 5)",
+        default=DEFAULT_MAX_ITERS,
+        help=f"repair turns after the first attempt (0: one attempt, no feedback; default {DEFAULT_MAX_ITERS})",
     )
     # fix: what run_code tests against (default: the tests). eval refuses it: --protocol decides there.
     g.add_argument(
@@ -145,20 +147,34 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         + f" (default {DEFAULT_ENGINE}; the same results either way)",
     )
     add_sandbox_options(g)
-    g.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
+    add_timeout_option(g)
     g.add_argument(
-        "--retries", type=positive_int, default=6, help="attempts per API call on 429/5xx/timeouts (default 6)"
+        "--retries",
+        type=positive_int,
+        default=DEFAULT_RETRY_ATTEMPTS,
+        help=f"attempts per API call on 429/5xx/timeouts (default {DEFAULT_RETRY_ATTEMPTS})",
     )
     g.add_argument(
         "--request-timeout",
         type=positive_float,
-        default=120.0,
-        help="seconds for the whole reply of each request (default 120); a server out of time on 3 requests in a row "
-        "stops the run",
+        default=DEFAULT_REQUEST_TIMEOUT_S,
+        help=f"seconds for the whole reply of each request (default {DEFAULT_REQUEST_TIMEOUT_S:g}); a server out of "
+        f"time on {DEFAULT_STALLS_IN_A_ROW} requests in a row stops the run",
+    )
+
+
+def add_timeout_option(g: argparse._ActionsContainer) -> None:
+    """--timeout: seconds per execution (eval, fix, score, validate-dataset)."""
+    g.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds per execution (default {DEFAULT_TIMEOUT_S:g})",
     )
 
 
 DOCKER_OPTIONS = ("docker_image", "docker_cpus", "docker_memory", "docker_pids")
+_DOCKER = DockerSettings()  # the Docker executor's defaults, which the help names
 
 
 def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates run") -> None:
@@ -166,8 +182,8 @@ def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates r
     g.add_argument(
         "--sandbox",
         choices=SANDBOXES,
-        default="auto",
-        help=f"where {what} (default auto: the strongest of bwrap, unshare, process that works here; "
+        default=DEFAULT_SANDBOX,
+        help=f"where {what} (default {DEFAULT_SANDBOX}: the strongest of bwrap, unshare, process that works here; "
         f"{SANDBOX_ENV}=docker makes auto mean docker)",
     )
     g.add_argument(
@@ -180,19 +196,20 @@ def add_sandbox_options(g: argparse._ActionsContainer, what: str = "candidates r
         "--docker-cpus",
         type=positive_float,
         metavar="N",
-        help=f"--sandbox docker: CPUs per container (default {DOCKER_ENV['cpus']}, else 1)",
+        help=f"--sandbox docker: CPUs per container (default {DOCKER_ENV['cpus']}, else {_DOCKER.cpus:g})",
     )
     g.add_argument(
         "--docker-memory",
         metavar="SIZE",
         help="--sandbox docker: memory per container, swap included, e.g. 512m or 2g (default "
-        f"{DOCKER_ENV['memory']}, else 1g)",
+        f"{DOCKER_ENV['memory']}, else {size_text(_DOCKER.memory)})",
     )
     g.add_argument(
         "--docker-pids",
         type=positive_int,
         metavar="N",
-        help=f"--sandbox docker: processes and threads per container (default {DOCKER_ENV['pids']}, else 64)",
+        help=f"--sandbox docker: processes and threads per container (default {DOCKER_ENV['pids']}, else "
+        f"{_DOCKER.pids})",
     )
 
 

@@ -10,13 +10,14 @@ from rich.console import Console
 
 from humanevalfix.cli._options import (
     add_sandbox_options,
+    add_timeout_option,
     non_negative_int,
     output_file,
-    positive_float,
     positive_int,
     sandbox_from_args,
 )
 from humanevalfix.safetext import visible
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS
 
 HELP = "score a generations file (bigcode-evaluation-harness format), or re-score a results file adding pass@1+"
 
@@ -39,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the dataset row of the first entry (as the harness's --limit_start)",
     )
     add_sandbox_options(p)
-    p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
-    p.add_argument("--workers", type=positive_int, default=1, help="candidates scored in parallel")
+    add_timeout_option(p)
+    p.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS, help="candidates scored in parallel")
     p.add_argument(
         "--plus-inputs",
         type=Path,

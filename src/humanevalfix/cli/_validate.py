@@ -7,10 +7,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from humanevalfix.cli._options import add_sandbox_options, positive_float, positive_int, sandbox_from_args, size_option
+from humanevalfix.cli._options import (
+    add_sandbox_options,
+    add_timeout_option,
+    positive_int,
+    sandbox_from_args,
+    size_option,
+)
+from humanevalfix.config import size_text
 from humanevalfix.evaluation import validate
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD
 from humanevalfix.safetext import shown
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS
 
 HELP = "check every row of a dataset file (fields, entry point, tests; canonical passes, buggy fails)"
 
@@ -18,14 +26,14 @@ HELP = "check every row of a dataset file (fields, entry point, tests; canonical
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, help="a .jsonl/.json/.parquet dataset (the schema is below)")
     add_sandbox_options(p, "the code runs")
-    p.add_argument("--timeout", type=positive_float, default=6.0, help="seconds per execution (default 6)")
-    p.add_argument("--workers", type=positive_int, default=1, help="rows checked in parallel")
+    add_timeout_option(p)
+    p.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS, help="rows checked in parallel")
     p.add_argument(
         "--max-field-size",
         type=size_option,
         default=DEFAULT_MAX_FIELD,
         metavar="SIZE",
-        help="the largest code or test field a row may hold, in characters (default 1m)",
+        help=f"the largest code or test field a row may hold, in characters (default {size_text(DEFAULT_MAX_FIELD)})",
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = validate.__doc__.split("\n\n", 1)[1] if validate.__doc__ else None

@@ -34,8 +34,8 @@ from humanevalfix.redaction import redact_data
 from humanevalfix.runspec import from_dict
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.executor import Limits
-from humanevalfix.sandbox.factory import executor_factory
-from humanevalfix.sandbox.pool import ExecutorPool
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, executor_factory
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS, ExecutorPool
 
 log = logging.getLogger(__name__)
 
@@ -177,9 +177,9 @@ def score_generations(
     generations: list[list[str]],
     tasks: list[ds.Task],
     limit_start: int = 0,
-    sandbox: str = "auto",
+    sandbox: str = DEFAULT_SANDBOX,
     limits: Limits | None = None,
-    workers: int = 1,
+    workers: int = DEFAULT_WORKERS,
     docker: DockerSettings | None = None,
 ) -> list[TaskVerdicts]:
     """Entry i is scored against dataset row limit_start + i, as the harness does."""

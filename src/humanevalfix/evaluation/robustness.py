@@ -36,7 +36,7 @@ from humanevalfix.evaluation.hardcoding import hardcoding
 from humanevalfix.evaluation.pluscases import COMMON, PER_CALL_S, Cases, CaseStore
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
-from humanevalfix.sandbox.executor import ExecResult, Executor
+from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, ExecResult, Executor
 from humanevalfix.tasks.support import support_code
 from humanevalfix.tasks.task import Task
 
@@ -163,8 +163,10 @@ _budget > 0 and _batch is not None else []
         raise AssertionError("plus: " + str(_skipped) + " of " + str(_skipped + _compared) + \
 " inputs were not checked: the run's time ran out before them")
 """
-BUDGET_S = 4.0  # the candidate's time on all the cases (the executor's timeout is 6 s by default)
 RESERVE_S = 2.0  # of the run's time, kept for the judge to report: a batch's grace and the reply
+# The candidate's time on all the cases, at most: what the default execution timeout leaves once the
+# reserve is kept (a run's check gets the smaller of this and what its test left, less the reserve).
+BUDGET_S = DEFAULT_TIMEOUT_S - RESERVE_S
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ from humanevalfix.errors import DatasetError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.executor import Executor, Limits
-from humanevalfix.sandbox.factory import executor_factory
-from humanevalfix.sandbox.pool import ExecutorPool
+from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, executor_factory
+from humanevalfix.sandbox.pool import DEFAULT_WORKERS, ExecutorPool
 from humanevalfix.tasks.support import support_code
 
 
@@ -164,9 +164,9 @@ class _BadLine:
 
 def validate_file(
     path: Path,
-    sandbox: str = "auto",
+    sandbox: str = DEFAULT_SANDBOX,
     limits: Limits | None = None,
-    workers: int = 1,
+    workers: int = DEFAULT_WORKERS,
     docker: DockerSettings | None = None,
     max_field: int = ds.DEFAULT_MAX_FIELD,
 ) -> list[RowReport]:

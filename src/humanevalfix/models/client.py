@@ -69,14 +69,22 @@ class ChatModel(Protocol):
     def chat(self, request: ChatRequest) -> ChatReply: ...
 
 
+# The defaults of RetryPolicy, which a run's configuration and the CLI's options (and their help) read.
+DEFAULT_RETRY_ATTEMPTS = 6  # attempts per API call on 429/5xx/timeouts (--retries)
+DEFAULT_RETRY_INITIAL_S = 1.0  # the base of the waits between attempts (exponential, up to max_s)
+DEFAULT_REQUEST_TIMEOUT_S = 120.0  # per HTTP request: the whole reply, not only connecting or each read
+DEFAULT_STALLS_IN_A_ROW = 3  # requests of one server that hit the request timeout in a row before the run stops
+DEFAULT_MAX_REPLY_CHARS = 256 * 1024  # a longer reply or tool-call argument is the model's "too_large"
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    attempts: int = 6
-    initial_s: float = 1.0
+    attempts: int = DEFAULT_RETRY_ATTEMPTS
+    initial_s: float = DEFAULT_RETRY_INITIAL_S
     max_s: float = 30.0
-    timeout_s: float = 120.0  # per HTTP request: the whole reply, not only connecting or each read
-    stalls_in_a_row: int = 3  # requests of one server that hit timeout_s in a row before the run stops
-    max_reply_chars: int = 256 * 1024  # a longer reply or tool-call argument is the model's "too_large"
+    timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    stalls_in_a_row: int = DEFAULT_STALLS_IN_A_ROW
+    max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS
 
 
 def status_of(exc: BaseException) -> int | None:

@@ -1,6 +1,6 @@
 """Where candidate code runs: executors that run a candidate against a test program in a jail.
 
-    executor = build_executor("auto", Limits(timeout_s=6.0))
+    executor = build_executor("auto", Limits(timeout_s=DEFAULT_TIMEOUT_S))
     result = executor.run(code, test)   # ExecResult: status passed/failed/timeout/error, message
 
 executor.py holds the interface (`Executor`: run, close, name, isolation, guarantees) and the
@@ -19,6 +19,7 @@ Names below resolve on first use (see humanevalfix/exports.py).
 from humanevalfix.exports import lazy_exports
 
 _MODULES = {
+    "DEFAULT_TIMEOUT_S": "executor",
     "Executor": "executor",
     "ExecResult": "executor",
     "Limits": "executor",
@@ -31,10 +32,12 @@ _MODULES = {
     "best_level": "jail",
     "probe": "jail",
     "SANDBOXES": "factory",
+    "DEFAULT_SANDBOX": "factory",
     "ExecutorOptions": "factory",
     "executor_kind": "factory",
     "build_executor": "factory",
     "executor_factory": "factory",
+    "DEFAULT_WORKERS": "pool",
     "ExecutorPool": "pool",
     "executor_slots": "pool",
 }

@@ -41,11 +41,12 @@ GiB = 1 << 30
 MiB = 1 << 20
 LANG = "lang"  # guarantee of the restricted executors: the language itself is restricted
 JUDGE = "judge"  # guarantee of the child runner's executors: a judge the candidate cannot reach (facts, marks)
+DEFAULT_TIMEOUT_S = 6.0  # seconds per execution (--timeout of eval, fix, score and validate-dataset)
 
 
 @dataclass(frozen=True)
 class Limits:
-    timeout_s: float = 6.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     address_space: int = 4 * GiB
     file_size: int = 16 * MiB
     open_files: int = 64

@@ -83,6 +83,7 @@ class ExecutorKind:
 
 
 SANDBOXES: Registry[ExecutorKind] = Registry("sandbox", "--sandbox")
+DEFAULT_SANDBOX = "auto"  # --sandbox's default, registered first below
 
 
 def executor_kind(name: str, summary: str) -> Callable[[Builder], Builder]:

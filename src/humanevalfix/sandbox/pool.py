@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
+DEFAULT_WORKERS = 1  # tasks, candidates or rows at a time (--workers of eval, score and validate-dataset)
+
 
 class ExecutorPool:
     """Up to executor_slots(workers) executors (each may keep a warm fork server), lent out per run."""
