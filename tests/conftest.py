@@ -104,7 +104,88 @@ def extras_of(item: pytest.Item) -> set[str]:
     return extras
 
 
+# --- test tiers: declared here, and only here ---------------------------------------------------
+
+# `python -m pytest` runs the unit tier; `--all` every tier; `--tier NAME` (repeatable) the ones named.
+TIERS = {
+    "unit": "in-process: no CLI child, no jail, no model, no server (the default)",
+    "e2e": "the CLI as a user runs it, the scripted loopback server, one jail level, fix on a small project",
+    "slow": "164-task runs, the conformance suite on every level, the embedded model, Docker",
+}
+DEFAULT_TIERS = ("unit",)
+# Whole files by tier. A test elsewhere joins a tier with @pytest.mark.e2e or @pytest.mark.slow; any
+# other test is a unit test, and the unit tier is checked, not trusted (_unit_tests_stay_in_process).
+FILE_TIERS: dict[str, str] = {
+    "test_agent.py": "e2e",
+    "test_bench_executor.py": "e2e",
+    "test_bench_fix_helpers.py": "e2e",
+    "test_bounds.py": "e2e",
+    "test_client_faults.py": "e2e",
+    "test_fix_sandbox.py": "e2e",
+    "test_fix_session.py": "e2e",
+    "test_isolation_record.py": "e2e",
+    "test_plugin.py": "e2e",
+    "test_run_faults.py": "e2e",
+    "test_run_lock.py": "e2e",
+    "test_served_model.py": "e2e",
+    "test_bench_batch_exactness.py": "slow",
+    "test_judge_probes.py": "slow",
+    "test_local_model.py": "slow",
+    "test_oracle_full.py": "slow",
+    "test_sandbox_conformance.py": "slow",
+    "test_served_real.py": "slow",
+}
+_TIER = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tiers", "test tiers (tests/conftest.py)")
+    group.addoption("--all", action="store_true", help="run every tier: " + ", ".join(TIERS))
+    group.addoption(
+        "--tier",
+        action="append",
+        choices=list(TIERS),
+        default=None,
+        help="run this tier (repeatable; default: unit). " + "; ".join(f"{k}: {v}" for k, v in TIERS.items()),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, what in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: the {name} tier, {what}")
+
+
+def selected_tiers(config: pytest.Config) -> tuple[str, ...]:
+    if config.getoption("--all"):
+        return tuple(TIERS)
+    return tuple(config.getoption("--tier") or DEFAULT_TIERS)
+
+
+def tier_of(item: pytest.Item) -> str:
+    """slow (Docker included) over e2e over the file's tier over unit."""
+    if item.get_closest_marker("slow") is not None or "docker" in extras_of(item):
+        return "slow"
+    if item.get_closest_marker("e2e") is not None:
+        return "e2e"
+    return FILE_TIERS.get(item.path.name, "unit")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = selected_tiers(config)
+    kept: list[pytest.Item] = []
+    for item in items:
+        tier = tier_of(item)
+        item.stash[_TIER] = tier
+        item.add_marker(tier)
+        if tier in wanted:
+            kept.append(item)
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.stash[_TIER] not in wanted])
+        items[:] = kept
+    _skip_missing_extras(items)
+
+
+def _skip_missing_extras(items: list[pytest.Item]) -> None:
     if in_ci():
         return
     missing: dict[str, bool] = {}
@@ -115,6 +196,51 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if missing[extra]:
                 item.add_marker(pytest.mark.skip(reason=EXTRAS[extra]))
                 break
+
+
+class TierViolation(AssertionError):
+    """A unit test reached for a process or a server: it belongs in the e2e or slow tier."""
+
+
+def _refuse(what: str, tried: list[str]) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        tried.append(what)
+        raise TierViolation(f"a unit test may not {what}: mark it e2e or slow (tests/conftest.py, TIERS)")
+
+    return refuse
+
+
+_TRIED = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """What keeps the unit tier fast and honest: from a unit test's set-up (module fixtures
+    included) to its teardown, starting a process (the CLI, a jail, a judge, the model) or listening
+    on a socket (a server) fails at once, naming the rule."""
+    if item.stash.get(_TIER, "unit") != "unit" and not os.environ.get("HEFIX_TIER_PROBE"):
+        return (yield)
+    import socket
+
+    tried = item.stash.setdefault(_TRIED, [])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", _refuse("start a process", tried))
+        patch.setattr(os, "fork", _refuse("fork", tried))
+        patch.setattr(os, "posix_spawn", _refuse("spawn a process", tried))
+        patch.setattr(socket.socket, "listen", _refuse("listen on a socket", tried))
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A unit test whose code under test caught the refusal (a probe that falls back, an error
+    turned into a verdict) passed without testing what it meant to: it fails all the same."""
+    report = yield
+    tried = item.stash.get(_TRIED, [])
+    if tried and report.passed and report.when in ("setup", "call"):
+        report.outcome = "failed"
+        report.longrepr = f"TierViolation: the code under test tried to {tried[0]} (and caught the refusal)"
+    return report
 
 
 @pytest.fixture(scope="session")

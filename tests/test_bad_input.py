@@ -136,6 +136,7 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_is_one_line_exit_2_and_no_model_call(
     case: str, tmp_path: Path, tiny_dataset: Path, dataset_rows: list[dict[str, Any]]
@@ -165,6 +166,7 @@ def test_bad_input_is_one_line_exit_2_and_no_model_call(
     assert not (tmp_path / "run").exists()  # nothing started
 
 
+@pytest.mark.e2e
 def test_skip_bad_rows_lists_them_and_scores_only_the_others(
     tmp_path: Path, dataset_rows: list[dict[str, Any]], all_tasks: dict[str, Task]
 ) -> None:
@@ -225,6 +227,7 @@ def _preset(config: RunConfig, **changes: Any) -> Preset:
     return replace(config.preset, **changes)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_resume_refuses_any_result_affecting_change(
     change: str,
@@ -293,6 +296,7 @@ def test_resume_refuses_other_docker_limits_naming_the_option(tmp_path: Path, ti
     )  # nothing recorded that did not apply
 
 
+@pytest.mark.e2e
 def test_docker_variables_do_not_concern_other_sandboxes(tmp_path: Path, tiny_dataset: Path) -> None:
     """SANDBOX_DOCKER_* written for another harness (512Mi) must not stop a run in another sandbox."""
     env = clean_env(SANDBOX_DOCKER_MEMORY="512Mi", SANDBOX_DOCKER_PIDS="lots")
@@ -328,6 +332,7 @@ def test_docker_variables_do_not_concern_other_sandboxes(tmp_path: Path, tiny_da
     assert proc.returncode == 2 and "SANDBOX_DOCKER_" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.e2e
 def test_exact_lookup_with_more_drafts_than_it_checks_exactly_is_refused_before_the_model_starts(
     tmp_path: Path, tiny_dataset: Path
 ) -> None:

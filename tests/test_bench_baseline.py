@@ -54,6 +54,7 @@ def _earlier_baseline(path: Path, passed: list[bool], model: str = MODEL) -> Pat
     return path
 
 
+@pytest.mark.e2e
 def test_both_sides_from_files_give_the_ratio_without_a_model(
     tmp_path: Path, dataset_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -160,6 +161,7 @@ def _answer_canonical_agent_and_plain(tasks: dict[str, Task], plain_fixed: set[s
     return handle
 
 
+@pytest.mark.e2e
 def test_both_sides_run_on_the_engines_workers_against_a_model(
     tmp_path: Path,
     dataset_path: Path,
@@ -207,6 +209,7 @@ def test_both_sides_run_on_the_engines_workers_against_a_model(
     assert not out.with_name(out.name + ".lock").exists()  # the run lock is let go at the end
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stop_while_waiting_for_a_live_agent_run_ends_at_once_with_the_tasks_both_sides_finished(
     sig: signal.Signals, tmp_path: Path, dataset_path: Path

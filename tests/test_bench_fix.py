@@ -75,6 +75,7 @@ def tasks(all_tasks: dict[str, Task]) -> list[Task]:
     return [all_tasks[t] for t in TASKS]
 
 
+@pytest.mark.e2e
 def test_the_canonical_fix_passes_through_fix_and_eval(
     tasks: list[Task],
     dataset_path: Path,
@@ -121,6 +122,7 @@ def test_the_canonical_fix_passes_through_fix_and_eval(
     assert "fix (independent score):    2/2" in printed and "both 2, only fix 0, only eval 0, neither 0" in printed
 
 
+@pytest.mark.e2e
 def test_a_model_sending_the_buggy_code_fixes_nothing(tasks: list[Task], dataset_path: Path, tmp_path: Path) -> None:
     eval_results = tmp_path / "eval.json"
     records = [
@@ -157,6 +159,7 @@ def test_a_model_sending_the_buggy_code_fixes_nothing(tasks: list[Task], dataset
     assert doc["settings"]["eval_from"] == str(eval_results) and doc["settings"]["eval_docstring"] is True
 
 
+@pytest.mark.e2e
 def test_resume_runs_only_the_tasks_not_recorded(tasks: list[Task], dataset_path: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     with ScriptedServer(answering(tasks, lambda t: t.canonical_code or "")) as server:
@@ -169,6 +172,7 @@ def test_resume_runs_only_the_tasks_not_recorded(tasks: list[Task], dataset_path
     assert [r["fix_passed"] for r in json.loads(out.read_text())["rows"]] == [True, True]
 
 
+@pytest.mark.e2e
 def test_resume_with_other_settings_and_eval_results_of_another_model_are_refused(
     tasks: list[Task], dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,6 +223,7 @@ def test_the_pytest_file_imports_what_the_task_test_takes_from_the_code_and_the_
         fix_tasks.test_file_source(broken, "f")
 
 
+@pytest.mark.e2e
 def test_a_fix_past_the_task_timeout_is_stopped_and_recorded_as_not_passed(
     tasks: list[Task], dataset_path: Path, tmp_path: Path
 ) -> None:
@@ -239,6 +244,7 @@ def test_a_fix_past_the_task_timeout_is_stopped_and_recorded_as_not_passed(
     assert "stopped by the bench after 4 s" in row["note"]
 
 
+@pytest.mark.e2e
 def test_ctrl_c_ends_the_fix_in_flight_and_keeps_the_tasks_finished(
     tasks: list[Task], dataset_path: Path, tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ def test_it_takes_the_rewrite_passes_of_a_run() -> None:
     assert [r.task_id for r in chosen[:3]] == ["Python/11", "Python/12", "Python/14"]
 
 
+@pytest.mark.e2e
 def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
     tmp_path: Path,
     dataset_path: Path,

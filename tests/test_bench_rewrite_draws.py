@@ -24,6 +24,7 @@ import rewrite_draws  # noqa: E402
 RUN = ROOT / "results" / "local-0.5b_tests_repair_rewrite-now_fresh.json"
 
 
+@pytest.mark.e2e
 def test_draws_are_scored_and_grouped_by_their_answers(
     tmp_path: Path,
     dataset_path: Path,

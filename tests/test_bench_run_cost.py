@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import run_cost  # noqa: E402
 
 
+@pytest.mark.e2e
 def test_it_prints_the_machine_per_run_and_each_process_share(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cost.main(["--runs", "5"]) == 0
     out = capsys.readouterr().out
@@ -33,6 +34,7 @@ def test_it_prints_the_machine_per_run_and_each_process_share(capsys: pytest.Cap
     assert int(rows[-1][2]) > 0
 
 
+@pytest.mark.e2e
 def test_a_run_of_many_calls_makes_them_all(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cost.test_of(1) == "assert f() is None\n"
     namespace = {"calls": 0}

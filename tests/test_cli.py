@@ -42,6 +42,7 @@ def run_main(
     return subprocess.CompletedProcess(args, code, captured.out, captured.err)
 
 
+@pytest.mark.e2e
 def test_help_lists_the_options(tmp_path: Path) -> None:
     proc = run_cli(["--help"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -61,6 +62,7 @@ def test_help_lists_the_options(tmp_path: Path) -> None:
         assert option in proc.stdout
 
 
+@pytest.mark.e2e
 def test_list_models_lists_every_preset(tmp_path: Path) -> None:
     proc = run_cli(["--list-models"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -93,6 +95,7 @@ def test_bad_option_values_exit_2(
     assert_one_error(run_main(args, tmp_path, monkeypatch, capsys), *fragments)
 
 
+@pytest.mark.e2e
 def test_bad_temperatures_exit_2(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,6 +112,7 @@ def test_bad_temperatures_exit_2(
     assert_one_error(proc, "--temperatures", "between 0 and 2")
 
 
+@pytest.mark.e2e
 def test_redraw_turns_without_redraws_is_one_error(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -161,6 +165,7 @@ def test_missing_dataset_file_exits_2(
     assert_one_error(proc, "dataset file not found", str(missing))
 
 
+@pytest.mark.e2e
 def test_bad_row_in_dataset_exits_2_naming_the_row(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
@@ -190,6 +195,7 @@ def test_unknown_oracle_exits_2(
     assert_one_error(proc, "oracle:canonical", "oracle:buggy")
 
 
+@pytest.mark.e2e
 def test_no_key_for_openai_tells_to_set_it_in_dotenv(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -205,6 +211,7 @@ def test_no_key_for_openai_tells_to_set_it_in_dotenv(
     assert not (tmp_path / "results").exists()  # nothing was started
 
 
+@pytest.mark.e2e
 def test_key_from_dotenv_in_the_working_directory_is_used(tmp_path: Path, dataset_path: Path) -> None:
     """With OPENAI_API_KEY in ./.env the key check passes; the run then fails on the (unreachable) endpoint."""
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-dotenv-1234abcd\n", encoding="utf-8")
@@ -234,6 +241,7 @@ def test_key_from_dotenv_in_the_working_directory_is_used(tmp_path: Path, datase
     assert "sk-test-dotenv-1234abcd" not in out.read_text(encoding="utf-8") + proc.stderr + proc.stdout
 
 
+@pytest.mark.e2e
 def test_small_oracle_run_prints_the_results_path(tmp_path: Path, dataset_path: Path) -> None:
     out = tmp_path / "small.json"
     proc = run_cli(
@@ -258,6 +266,7 @@ def test_small_oracle_run_prints_the_results_path(tmp_path: Path, dataset_path: 
     assert out.with_suffix(".jsonl").is_file()
 
 
+@pytest.mark.e2e
 def test_top_level_help_shows_the_eval_options_and_lists_every_command(tmp_path: Path) -> None:
     """`--help` with no command is what people read first: --limit and --model must be there."""
     from humanevalfix.cli import COMMANDS
@@ -281,6 +290,7 @@ def test_top_level_help_shows_the_eval_options_and_lists_every_command(tmp_path:
     }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("entry", [["-m", "humanevalfix"], ["eval_humanevalfix.py"], ["humanevalfix"]])
 def test_every_entry_point_runs_from_another_directory(tmp_path: Path, dataset_path: Path, entry: list[str]) -> None:
     """The installed command, `python -m humanevalfix` and the repository's script, run from a
@@ -311,6 +321,7 @@ def test_every_entry_point_runs_from_another_directory(tmp_path: Path, dataset_p
     assert results_of(out)["summary"]["passed"] == 1
 
 
+@pytest.mark.e2e
 def test_verbose_prints_a_line_per_task_not_per_http_request(tmp_path: Path, dataset_path: Path) -> None:
     from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
 

@@ -90,6 +90,7 @@ def test_without_tests_shown_there_is_nothing_to_cut_after_the_history() -> None
     assert trimmed_tests("a\nb", 5) == "a\nb"
 
 
+@pytest.mark.e2e
 def test_a_text_prompt_too_long_is_sent_again_with_fewer_test_lines_and_the_full_tests_still_run(task: Task) -> None:
     settings = AgentSettings(max_iters=2, docstring=False)
     full = prompts.tests_text(task.test)
@@ -115,6 +116,7 @@ def test_a_text_prompt_too_long_is_sent_again_with_fewer_test_lines_and_the_full
     assert "failed" not in str(result.attempts[0].feedback).lower()
 
 
+@pytest.mark.e2e
 def test_a_native_conversation_drops_its_older_turns_first(task: Task) -> None:
     settings = AgentSettings(max_iters=3)
     wrong = [task.buggy_code.replace("return", f"return {i} or", 1) for i in (1, 2)]
@@ -139,6 +141,7 @@ def test_a_native_conversation_drops_its_older_turns_first(task: Task) -> None:
     assert len(result.messages) > 6  # the trace keeps every turn
 
 
+@pytest.mark.e2e
 def test_a_run_records_the_cuts_and_says_so_and_a_prompt_that_never_fits_ends_as_context_exceeded(
     tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
 ) -> None:

@@ -170,6 +170,7 @@ def answering_server(status: int) -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
+@pytest.mark.e2e
 def test_the_probe_gives_up_on_a_silent_hub_within_its_timeout() -> None:
     with silent_server() as endpoint:
         start = time.monotonic()
@@ -179,6 +180,7 @@ def test_the_probe_gives_up_on_a_silent_hub_within_its_timeout() -> None:
     assert 0.4 < elapsed < 1.5
 
 
+@pytest.mark.e2e
 def test_the_probe_reads_an_answer_an_error_status_and_a_closed_port() -> None:
     with answering_server(200) as (endpoint, paths):
         assert ds.hub_problem(f"{endpoint}/api/datasets/bigcode/humanevalpack", timeout_s=2.0) is None
@@ -195,6 +197,7 @@ def test_the_probe_reads_an_answer_an_error_status_and_a_closed_port() -> None:
     assert why is not None and why.startswith("the Hub could not be reached (") and "refused" in why.lower()
 
 
+@pytest.mark.e2e
 def test_the_default_probe_asks_the_endpoint_huggingface_hub_is_configured_for(
     online: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -226,6 +229,7 @@ def _dataset_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("dataset:")]
 
 
+@pytest.mark.e2e
 def test_eval_export_and_report_work_offline_on_the_bundled_copy(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     proc = run_cli(
@@ -250,6 +254,7 @@ def test_eval_export_and_report_work_offline_on_the_bundled_copy(tmp_path: Path)
     assert load_run(out).buggy == {"Python/0": bundled["Python/0"], "Python/1": bundled["Python/1"]}
 
 
+@pytest.mark.e2e
 def test_with_no_offline_flag_a_silent_hub_costs_one_short_probe(tmp_path: Path) -> None:
     """The offline machine: one probe, the bundled copy, one line; no half minute of Hub retries."""
     out = tmp_path / "run.json"

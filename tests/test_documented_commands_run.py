@@ -297,6 +297,7 @@ def _marks(run: Run) -> list[pytest.MarkDecorator]:
     return marks
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "run",
     [pytest.param(run, marks=_marks(run), id=f"{','.join(docs)}: {run.line}"[:140]) for run, docs in RUNS.items()],

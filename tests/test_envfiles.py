@@ -71,6 +71,7 @@ def test_the_key_line_names_the_file_and_masks_the_key(tmp_path: Path) -> None:
     assert key_line(None, "oracle", EnvFiles(), {}) is None
 
 
+@pytest.mark.e2e
 def test_a_run_from_a_sub_folder_uses_the_projects_key_and_says_so(tree: dict[str, Path], dataset_path: Path) -> None:
     """The real command line, from two folders below the project's .env: the server gets the key,
     and the first line names the file with the key masked."""

@@ -23,35 +23,41 @@ def executor() -> SubprocessExecutor:
     return SubprocessExecutor(Limits(timeout_s=20.0))  # generous: a busy machine must not turn verdicts into timeouts
 
 
+@pytest.mark.e2e
 def test_correct_code_passes(executor: SubprocessExecutor) -> None:
     result = executor.run(CODE, TEST)
     assert result.status == "passed", result
     assert result.passed and result.exit_code == 0
 
 
+@pytest.mark.e2e
 def test_failed_assert_names_the_test_line(executor: SubprocessExecutor) -> None:
     result = executor.run("def add(a, b):\n    return a - b\n", TEST)
     assert result.status == "failed"
     assert "assert add(1, 2) == 3" in result.message and "line 2" in result.message
 
 
+@pytest.mark.e2e
 def test_exception_names_the_candidate_line(executor: SubprocessExecutor) -> None:
     result = executor.run("def add(a, b):\n    return a + b + undefined_name\n", TEST)
     assert result.status == "failed"
     assert "NameError" in result.message and "undefined_name" in result.message
 
 
+@pytest.mark.e2e
 def test_syntax_error_in_candidate_is_a_failure(executor: SubprocessExecutor) -> None:
     result = executor.run("def add(a, b)\n    return a + b\n", TEST)
     assert result.status == "failed" and "SyntaxError" in result.message
 
 
+@pytest.mark.e2e
 def test_infinite_loop_times_out() -> None:
     result = SubprocessExecutor(Limits(timeout_s=1.0)).run("def add(a, b):\n    while True:\n        pass\n", TEST)
     assert result.status == "timeout"
     assert result.duration_s < 4.0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "code",
     [
@@ -67,6 +73,7 @@ def test_exiting_early_with_status_0_is_a_failure(executor: SubprocessExecutor, 
     assert result.status == "failed", result
 
 
+@pytest.mark.e2e
 def test_forged_success_on_stdout_is_a_failure(executor: SubprocessExecutor) -> None:
     code = (
         "import json, sys\n"
@@ -81,6 +88,7 @@ def test_forged_success_on_stdout_is_a_failure(executor: SubprocessExecutor) -> 
     assert "all tests passed" in result.output  # it was printed, and did not count
 
 
+@pytest.mark.e2e
 def test_parent_secret_is_not_in_the_child_environment(
     executor: SubprocessExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,6 +113,7 @@ def test_parent_secret_is_not_in_the_child_environment(
     assert secret not in printed.output and "PATH" in printed.output
 
 
+@pytest.mark.e2e
 def test_output_is_captured_and_capped(executor: SubprocessExecutor) -> None:
     result = executor.run("print('x' * 100000)\n", "")
     assert result.status == "passed"
@@ -112,6 +121,7 @@ def test_output_is_captured_and_capped(executor: SubprocessExecutor) -> None:
     assert len(result.output) < 5000
 
 
+@pytest.mark.e2e
 def test_secret_in_the_parents_initial_environment_is_not_readable_through_proc() -> None:
     """A key exported in the shell sits in the parent's initial environment block, which
     /proc/<pid>/environ shows; the child must not be able to read it there either."""

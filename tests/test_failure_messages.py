@@ -51,6 +51,7 @@ def check(has_close_elements):
 check(has_close_elements)"""
 
 
+@pytest.mark.e2e
 def test_equality_failure_shows_the_call_expected_and_actual(ex: Any) -> None:
     result = ex.run(HAS_CLOSE, HAS_CLOSE_TEST)
     assert result.status == "failed"
@@ -63,6 +64,7 @@ def test_equality_failure_shows_the_call_expected_and_actual(ex: Any) -> None:
     )
 
 
+@pytest.mark.e2e
 def test_only_the_first_failure_is_reported(ex: Any) -> None:
     test = "def check(f):\n    assert f(1) == 10\n    assert f(2) == 20\ncheck(f)\n"
     result = ex.run("def f(x):\n    return -x\n", test)
@@ -70,6 +72,7 @@ def test_only_the_first_failure_is_reported(ex: Any) -> None:
     assert "f(2)" not in result.message
 
 
+@pytest.mark.e2e
 def test_arguments_are_shown_as_values_not_names(ex: Any) -> None:
     test = (
         "def check(candidate):\n    for x in range(2, 8):\n        assert candidate(x, x + 1) == str(x)\n"
@@ -80,12 +83,14 @@ def test_arguments_are_shown_as_values_not_names(ex: Any) -> None:
     assert "expected: '2'" in result.message and "got:      '3'" in result.message
 
 
+@pytest.mark.e2e
 def test_not_equal(ex: Any) -> None:
     result = ex.run("def f(x):\n    return 3\n", "def check(f):\n    assert f(1) != 3\ncheck(f)\n")
     assert "call:     f(1)" in result.message
     assert "expected: anything but 3" in result.message and "got:      3" in result.message
 
 
+@pytest.mark.e2e
 def test_abs_difference_below_epsilon_names_the_inner_call(ex: Any) -> None:
     test = "def check(candidate):\n    assert abs(candidate(1.33) - 0.33) < 1e-6\ncheck(truncate_number)\n"
     result = ex.run("def truncate_number(number):\n    return 0.5\n", test)
@@ -96,12 +101,14 @@ def test_abs_difference_below_epsilon_names_the_inner_call(ex: Any) -> None:
     assert "`0.16999999999999998 < 1e-6` is false" in result.message
 
 
+@pytest.mark.e2e
 def test_less_than_on_the_call_itself(ex: Any) -> None:
     result = ex.run("def f(x):\n    return 9\n", "def check(f):\n    assert f(1) < 5\ncheck(f)\n")
     assert "call:     f(1)" in result.message and "got:      9" in result.message
     assert "`9 < 5` is false" in result.message
 
 
+@pytest.mark.e2e
 def test_is_true(ex: Any) -> None:
     test = "def check(candidate):\n    assert candidate([3, 2, 3], 9) is True\ncheck(will_it_fly)\n"
     result = ex.run("def will_it_fly(q, w):\n    return 1\n", test)
@@ -109,6 +116,7 @@ def test_is_true(ex: Any) -> None:
     assert "expected: True" in result.message and "got:      1" in result.message
 
 
+@pytest.mark.e2e
 def test_bare_and_negated_asserts(ex: Any) -> None:
     test = (
         "def check(candidate):\n    assert candidate('<>')\n    assert not candidate('<<')\ncheck(correct_bracketing)\n"
@@ -120,6 +128,7 @@ def test_bare_and_negated_asserts(ex: Any) -> None:
     assert "expected: a false value" in second.message and "got:      True" in second.message
 
 
+@pytest.mark.e2e
 def test_assert_message_and_a_variable_operand(ex: Any) -> None:
     test = "def check(f):\n    got = f(2)\n    assert got == 5, 'five expected'\ncheck(f)\n"
     result = ex.run("def f(x):\n    return 4\n", test)
@@ -127,6 +136,7 @@ def test_assert_message_and_a_variable_operand(ex: Any) -> None:
     assert "assertion message: five expected" in result.message
 
 
+@pytest.mark.e2e
 def test_exception_reports_type_message_call_and_candidate_line(ex: Any) -> None:
     code = "def f(x):\n    items = []\n    return items[x]\n"
     result = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
@@ -137,12 +147,14 @@ def test_exception_reports_type_message_call_and_candidate_line(ex: Any) -> None
     )
 
 
+@pytest.mark.e2e
 def test_exception_at_import_names_the_candidate_line(ex: Any) -> None:
     result = ex.run("x = 1 / 0\n\ndef f(x):\n    return 2\n", "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
     assert result.message.startswith("ZeroDivisionError: division by zero")
     assert "raised at candidate line 1: x = 1 / 0" in result.message
 
 
+@pytest.mark.e2e
 def test_syntax_errors(ex: Any) -> None:
     bad_code = ex.run("def f(x)\n    return 2\n", "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
     assert bad_code.status == "failed" and bad_code.message.startswith("SyntaxError in candidate line 1")
@@ -150,6 +162,7 @@ def test_syntax_errors(ex: Any) -> None:
     assert bad_test.status == "error" and "SyntaxError in test line 1" in bad_test.message
 
 
+@pytest.mark.e2e
 def test_huge_values_are_capped(ex: Any) -> None:
     result = ex.run(
         "def f(x):\n    return list(range(100000))\n", "def check(f):\n    assert f(1) == [2] * 50000\ncheck(f)\n"
@@ -159,6 +172,7 @@ def test_huge_values_are_capped(ex: Any) -> None:
     assert "..." in result.message and "got:      [0, 1, 2" in result.message
 
 
+@pytest.mark.e2e
 def test_a_passing_test_still_passes_after_rewriting(ex: Any) -> None:
     test = (
         "def check(f):\n"
@@ -175,6 +189,7 @@ def test_a_passing_test_still_passes_after_rewriting(ex: Any) -> None:
     assert result.status == "passed", result.message
 
 
+@pytest.mark.e2e
 def test_a_value_with_its_own_methods_gets_a_message_saying_why(ex: Any) -> None:
     code = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef f(x):\n    return Always()\n"
     result = ex.run(code, "def check(f):\n    assert f(1) == 2\ncheck(f)\n")
@@ -184,6 +199,7 @@ def test_a_value_with_its_own_methods_gets_a_message_saying_why(ex: Any) -> None
     )
 
 
+@pytest.mark.e2e
 def test_builtin_subclass_is_named_as_such(ex: Any) -> None:
     code = (
         "class Num(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\n"
@@ -193,6 +209,7 @@ def test_builtin_subclass_is_named_as_such(ex: Any) -> None:
     assert "returned an object of type `Num`" in result.message
 
 
+@pytest.mark.e2e
 def test_tampering_with_a_module_the_tests_use_changes_nothing_for_the_test(ex: Any) -> None:
     """The candidate's `math` is its own process's: the test's `math.fabs` is the judge's."""
     code = "import math\nmath.fabs = lambda v: 0.0\n\ndef f(x):\n    return 7.0\n"
@@ -201,6 +218,7 @@ def test_tampering_with_a_module_the_tests_use_changes_nothing_for_the_test(ex: 
     assert "math.fabs(f(1) - 2.0) = 5.0" in result.message, result.message
 
 
+@pytest.mark.e2e
 def test_standard_library_containers_cross_as_what_they_equal(ex: Any) -> None:
     code = (
         "from collections import Counter, defaultdict, OrderedDict, namedtuple\n"
@@ -214,6 +232,7 @@ def test_standard_library_containers_cross_as_what_they_equal(ex: Any) -> None:
     assert result.passed, result.message
 
 
+@pytest.mark.e2e
 def test_restricted_executor_says_what_is_not_allowed() -> None:
     executor = build_executor("restricted", Limits(timeout_s=10.0))
     test = "def check(f):\n    assert f(1) == 2\ncheck(f)\n"

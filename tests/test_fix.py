@@ -130,6 +130,7 @@ def fix_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 # --- end to end through the CLI ----------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_pytest_file_fix_prints_the_diff_writes_it_and_keeps_the_original(project: Path, tmp_path: Path) -> None:
     answers = {0: parse_date_source("int(day) - 1"), 1: parse_date_source("int(day)")}
     trace = tmp_path / "traces" / "session.json"
@@ -185,6 +186,7 @@ def test_pytest_file_fix_prints_the_diff_writes_it_and_keeps_the_original(projec
     assert "turn 2" in proc.stderr and "fixed" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_inline_tests_with_function_print_a_diff_and_leave_the_file_alone(project: Path) -> None:
     """The third command of the README, through `python -m src` from the repository root."""
     with ScriptedServer([tool_call(parse_date_source("int(day)"))]) as server:
@@ -217,6 +219,7 @@ def test_inline_tests_with_function_print_a_diff_and_leave_the_file_alone(projec
     assert "assert parse_date('2024-01-02') == (2024, 1, 2)" in prompt
 
 
+@pytest.mark.e2e
 def test_no_fix_found_leaves_the_file_byte_for_byte(project: Path) -> None:
     original = BUGGY.replace("\n", "\r\n").rstrip("\r\n").encode("utf-8")  # CRLF, no final newline
     (project / "dates.py").write_bytes(original)
@@ -237,6 +240,7 @@ def test_no_fix_found_leaves_the_file_byte_for_byte(project: Path) -> None:
     assert "unchanged" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_oracle_style_model_may_change_only_the_named_function(project: Path, tmp_path: Path) -> None:
     """An oracle-like model answers with the whole corrected file; its first answer also rewrites
     `format_date`, which --function parse_date forbids: refused, not run; the second is applied.
@@ -340,6 +344,7 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], str]] = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 def test_bad_input_exits_2_with_one_clear_message(
     case: str, project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -411,6 +416,7 @@ def executor_for() -> Iterator[Callable[[Path, str], UserTestExecutor]]:
         executor.close()
 
 
+@pytest.mark.e2e
 def test_candidate_is_imported_in_place_of_the_file_inside_its_package(
     package: Path, executor_for: Callable[[Path, str], UserTestExecutor]
 ) -> None:
@@ -429,6 +435,7 @@ def test_candidate_is_imported_in_place_of_the_file_inside_its_package(
     assert listing(package) == before  # no __pycache__, no .pytest_cache
 
 
+@pytest.mark.e2e
 def test_plain_assert_script_reports_the_values(
     project: Path, executor_for: Callable[[Path, str], UserTestExecutor]
 ) -> None:

@@ -77,6 +77,7 @@ def apply_both_ways(root: Path, diff: str, expected: dict[str, bytes]) -> None:
     assert {name: (root / name).read_bytes() for name in expected} == expected
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("newline", ["\r\n", "\n"])
 def test_the_diff_of_a_sloppy_answer_is_one_line_and_applies(repo: Path, newline: str) -> None:
     path = project_file(repo, "shapes/geometry.py", TABBED, newline)
@@ -95,6 +96,7 @@ def test_the_diff_of_a_sloppy_answer_is_one_line_and_applies(repo: Path, newline
     assert not (repo / "shapes/geometry.py").read_bytes().endswith(b"\n")  # still no final newline
 
 
+@pytest.mark.e2e
 def test_a_multi_file_fix_is_one_diff_that_git_apply_and_patch_take(repo: Path) -> None:
     geometry = load_user_file(str(project_file(repo, "shapes/geometry.py", TABBED, "\r\n")))
     area_text = "from shapes.geometry import square\n\n\ndef square_area(side):\n    return square(side) + 0\n"

@@ -100,6 +100,7 @@ def baseline(tmp_path: Path) -> Iterator[Baseline]:
         executor.close()
 
 
+@pytest.mark.e2e
 def test_the_bug_in_a_helper_ranks_the_tested_function_first_then_the_helper_it_calls(baseline: Baseline) -> None:
     localizer, report = baseline(
         "stats.py",
@@ -127,6 +128,7 @@ def test_the_bug_in_a_helper_ranks_the_tested_function_first_then_the_helper_it_
     )
 
 
+@pytest.mark.e2e
 def test_an_exception_ranks_the_function_it_is_raised_in_first_then_the_one_the_test_calls(baseline: Baseline) -> None:
     tests = (
         "test_spread.py\nfrom stats import count, spread\n\n\ndef test_count():\n    assert count([1]) == 1\n\n\n"
@@ -149,6 +151,7 @@ def test_an_exception_ranks_the_function_it_is_raised_in_first_then_the_one_the_
     )
 
 
+@pytest.mark.e2e
 def test_a_method_is_ranked_by_its_class_and_name(baseline: Baseline) -> None:
     tests = (
         "test_acc.py\nfrom calc import Acc\n\n\ndef test_mean():\n    acc = Acc().add(2)\n    assert acc.mean() == 2\n"
@@ -165,6 +168,7 @@ def test_a_method_is_ranked_by_its_class_and_name(baseline: Baseline) -> None:
     assert plan(suspects, 6, "calc.py")[0] == Stage("Acc.mean", 4, suspects[0].why)
 
 
+@pytest.mark.e2e
 def test_a_failure_with_nothing_in_the_file_leaves_the_whole_file_in_scope(baseline: Baseline) -> None:
     tests = (
         "test_stats.py\nimport stats\n\n\ndef test_mean():\n    average = getattr(stats, 'me' + 'an')\n"
@@ -178,6 +182,7 @@ def test_a_failure_with_nothing_in_the_file_leaves_the_whole_file_in_scope(basel
     ]
 
 
+@pytest.mark.e2e
 def test_inline_and_script_tests_report_the_values_too(baseline: Baseline, tmp_path: Path) -> None:
     localizer, report = baseline("stats.py", HELPER_BUG, "assert mean([0, 5]) == 2.5\nassert mean([1, 2, 3]) == 2\n")
     (failure,) = report.failures

@@ -78,6 +78,7 @@ def scope_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if re.match(r"^(scope: |widening )", line)]
 
 
+@pytest.mark.e2e
 def test_the_helper_module_is_found_and_fixed_without_file_or_function(
     shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,6 +107,7 @@ def test_the_helper_module_is_found_and_fixed_without_file_or_function(
     assert (shapes / "shapes" / "geometry.py.orig").read_text(encoding="utf-8") == GEOMETRY
 
 
+@pytest.mark.e2e
 def test_a_model_that_rewrites_the_caller_gets_the_callers_scope_only_after_the_helpers(
     shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -124,6 +126,7 @@ def test_a_model_that_rewrites_the_caller_gets_the_callers_scope_only_after_the_
     assert out.startswith("--- a/shapes/area.py\n+++ b/shapes/area.py\n")
 
 
+@pytest.mark.e2e
 def test_function_without_file_picks_that_function_among_the_suspects(
     shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -137,6 +140,7 @@ def test_function_without_file_picks_that_function_among_the_suspects(
     )
 
 
+@pytest.mark.e2e
 def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_file(
     shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -152,6 +156,7 @@ def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_fil
     assert out.startswith("--- a/shapes/geometry.py\n")
 
 
+@pytest.mark.e2e
 def test_from_another_directory_the_project_is_the_tests_one(
     shapes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -117,6 +117,7 @@ def strategies(requests: list[Any]) -> list[str]:
     return out
 
 
+@pytest.mark.e2e
 def test_the_whole_file_is_repaired_as_a_module_never_as_a_function_and_pasted_tests_are_dropped(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -149,6 +150,7 @@ def test_the_whole_file_is_repaired_as_a_module_never_as_a_function_and_pasted_t
     assert "test_mean" not in out and "import" not in out
 
 
+@pytest.mark.e2e
 def test_one_function_is_named_with_its_signature_and_rewritten_from_its_docstring(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -84,6 +84,7 @@ def test_an_edit_changes_only_the_scratch_copy_and_git_diff_shows_it(project: Pa
     assert ws.call("rm_rf", "{}") == "refused: no tool `rm_rf`"
 
 
+@pytest.mark.e2e
 def test_a_native_model_reads_the_helper_edits_it_and_runs_the_scratch_copy(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

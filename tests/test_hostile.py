@@ -83,6 +83,7 @@ def test_redaction_catches_fragments_masked_forms_and_keeps_the_pool_mask() -> N
     assert time.monotonic() - started < 2
 
 
+@pytest.mark.e2e
 def test_an_echoed_key_never_reaches_console_results_stream_or_traces(
     tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
 ) -> None:
@@ -117,6 +118,7 @@ def test_an_echoed_key_never_reaches_console_results_stream_or_traces(
     assert scan_outputs(tmp_path / "run", proc.stdout, proc.stderr) == []
 
 
+@pytest.mark.e2e
 def test_a_key_that_cannot_go_in_a_header_is_refused_at_load_masked(tmp_path: Path, tiny_dataset: Path) -> None:
     bad = KEY[:20] + "\n" + KEY[20:]
     proc = run_cli(
@@ -168,6 +170,7 @@ def test_shown_text_is_neither_markup_nor_raw_control_characters() -> None:
     assert visible("a\nb") == "a\\nb" and visible("a\nb", keep_lines=True) == "a\nb"
 
 
+@pytest.mark.e2e
 def test_markup_in_a_server_error_ends_in_exit_4_with_the_resume_hint(tmp_path: Path, tiny_dataset: Path) -> None:
     with ScriptedServer(lambda rec: error(401, "Incorrect key [/bold] [red]x\x1b[0m")) as server:
         proc = run_cli(cli_args(server.base_url, tiny_dataset, tmp_path / "r.json", "-v"), cwd=tmp_path)
@@ -176,6 +179,7 @@ def test_markup_in_a_server_error_ends_in_exit_4_with_the_resume_hint(tmp_path: 
     assert "\x1b[0m" not in proc.stderr
 
 
+@pytest.mark.e2e
 def test_hostile_task_ids_surrogates_and_markup_in_candidates_never_crash_a_run(
     tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
 ) -> None:
@@ -231,6 +235,7 @@ def stalled(rec: Recorded) -> Response:
     return Response(stall_s=30.0)  # headers, then nothing
 
 
+@pytest.mark.e2e
 def test_a_stalled_server_stops_the_run_like_an_unreachable_one(tmp_path: Path, tiny_dataset: Path) -> None:
     started = time.monotonic()
     with ScriptedServer(stalled) as server:
@@ -246,6 +251,7 @@ def test_a_stalled_server_stops_the_run_like_an_unreachable_one(tmp_path: Path, 
     assert results_of(tmp_path / "r.json")["status"] == "aborted"
 
 
+@pytest.mark.e2e
 def test_with_several_servers_the_stalled_one_cools_down_and_the_others_finish(
     tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
 ) -> None:
@@ -264,6 +270,7 @@ def test_with_several_servers_the_stalled_one_cools_down_and_the_others_finish(
 # --- traces --------------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_task_ids_that_sanitize_alike_get_their_own_trace_files(
     tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task], make_config: Callable[..., Any]
 ) -> None:
@@ -282,6 +289,7 @@ def test_task_ids_that_sanitize_alike_get_their_own_trace_files(
     assert inside == ["Python/3", "x/1", "x_1"]
 
 
+@pytest.mark.e2e
 def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_line(
     tmp_path: Path, tiny_dataset: Path
 ) -> None:
@@ -302,6 +310,7 @@ def test_a_dataset_field_with_a_lone_surrogate_is_refused_at_load_naming_its_lin
     )
 
 
+@pytest.mark.e2e
 def test_a_reply_trickled_byte_by_byte_still_meets_the_whole_reply_deadline() -> None:
     """Each byte resets a per-read timeout; the deadline is for the whole reply."""
     from humanevalfix.errors import ModelCallError

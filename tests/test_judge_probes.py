@@ -24,8 +24,6 @@ from humanevalfix.sandbox.executor import LANG, Limits
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.sandbox.jail import FS
 
-pytestmark = pytest.mark.slow
-
 TIMEOUT = 3.0
 TEST = "def check(f):\n    assert f(1) == 2\n    assert f(5) == 6\ncheck(f)\n"
 ANSWER = {"wrong": "x", "right": "x + 1"}

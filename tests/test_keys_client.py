@@ -57,6 +57,7 @@ def test_pool_round_robin_cool_down_and_drop() -> None:
         pool.acquire()
 
 
+@pytest.mark.e2e
 def test_retry_backoff_follows_the_policy_without_a_tenacity_deprecation_warning() -> None:
     """The first wait is about `initial_s` (tenacity's `multiplier`; its `initial` is deprecated)."""
     import warnings
@@ -83,6 +84,7 @@ def test_retry_backoff_follows_the_policy_without_a_tenacity_deprecation_warning
     assert not [w for w in caught if issubclass(w.category, DeprecationWarning) and "'initial'" in str(w.message)]
 
 
+@pytest.mark.e2e
 def test_429_with_retry_after_waits_for_the_key_to_cool_down(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,
@@ -110,6 +112,7 @@ def test_429_with_retry_after_waits_for_the_key_to_cool_down(
     assert record.attempts[0]["key_index"] == 0
 
 
+@pytest.mark.e2e
 def test_429_on_one_key_moves_the_calls_to_the_other_key(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,
@@ -138,6 +141,7 @@ def test_429_on_one_key_moves_the_calls_to_the_other_key(
     assert outcome.records[0].attempts[0]["http_attempts"] == 2
 
 
+@pytest.mark.e2e
 def test_5xx_until_retries_run_out_records_an_error_and_the_run_continues(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,
@@ -166,6 +170,7 @@ def test_5xx_until_retries_run_out_records_an_error_and_the_run_continues(
     assert (summary["tasks"], summary["passed"], summary["errors"]) == (3, 2, 1)
 
 
+@pytest.mark.e2e
 def test_401_on_one_key_drops_it_once_and_no_key_reaches_any_output(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -210,6 +215,7 @@ def test_401_on_one_key_drops_it_once_and_no_key_reaches_any_output(
         assert key not in caplog.text
 
 
+@pytest.mark.e2e
 def test_every_key_rejected_stops_the_run_at_once_naming_the_cause(
     monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, make_config: Callable[..., RunConfig]
 ) -> None:
@@ -228,6 +234,7 @@ def test_every_key_rejected_stops_the_run_at_once_naming_the_cause(
     assert KEY_A not in outcome.problem
 
 
+@pytest.mark.e2e
 def test_request_timeout_is_retried_then_recorded_as_an_error(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,

@@ -281,6 +281,7 @@ def outcomes(all_tasks: dict[str, Task]) -> dict[str, dict[str, Outcome]]:
     }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", list(SCENARIOS))
 @pytest.mark.needs("langgraph")
 def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: dict[str, dict[str, Outcome]]) -> None:
@@ -306,6 +307,7 @@ def test_both_engines_make_the_same_attempts_and_verdicts(name: str, outcomes: d
     ) - SCENARIOS[name].replies.count(("context", "")) - (2 if ("error500", "") in SCENARIOS[name].replies else 0)
 
 
+@pytest.mark.e2e
 @pytest.mark.needs("langgraph")
 def test_the_scenarios_take_every_route_of_the_policy(outcomes: dict[str, dict[str, Outcome]]) -> None:
     taken = {step for runs in outcomes.values() for step in runs["builtin"].path}
@@ -329,6 +331,7 @@ def test_the_graph_sends_the_pinned_requests(name: str, all_tasks: dict[str, Tas
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.needs("langgraph")
 def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
     tiny_dataset: Path,
@@ -368,6 +371,7 @@ def test_eval_with_the_graph_engine_records_the_same_tasks_and_its_engine(
     assert (columns[1][row], columns[2][row]) == ("builtin", "langgraph")
 
 
+@pytest.mark.e2e
 @pytest.mark.needs("langgraph")
 def test_a_user_node_from_the_docs_runs_without_touching_the_loop(all_tasks: dict[str, Task]) -> None:
     """docs/langgraph.md's "reflect" node, run as written there: a failure goes through it to feedback."""
@@ -403,6 +407,7 @@ def test_a_user_node_from_the_docs_runs_without_touching_the_loop(all_tasks: dic
     assert ROUTES["run"]["failed"] == "feedback"  # the built-in table is untouched
 
 
+@pytest.mark.e2e
 def test_without_langgraph_the_engine_is_one_line_naming_what_to_install(
     tmp_path: Path, dataset_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -435,6 +440,7 @@ def test_without_langgraph_the_engine_is_one_line_naming_what_to_install(
     assert json.loads(out.read_text(encoding="utf-8"))["config"]["engine"] == "builtin"
 
 
+@pytest.mark.e2e
 def test_the_package_does_not_import_langgraph_until_a_graph_is_built() -> None:
     code = (
         "import sys\n"
@@ -452,6 +458,7 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
+@pytest.mark.e2e
 @pytest.mark.needs("langgraph")
 def test_the_committed_picture_is_what_the_graph_command_draws(tmp_path: Path) -> None:
     out = tmp_path / "pic" / "graph.png"
@@ -543,6 +550,7 @@ def _summary(path: Path) -> Any:
     return summarize([TaskRecord.from_dict(t) for t in load_results(path)["tasks"]], 1.0, None, None)
 
 
+@pytest.mark.e2e
 @pytest.mark.needs("langgraph")
 def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_builtin(
     tmp_path: Path, dataset_path: Path
@@ -566,6 +574,7 @@ def test_resume_with_another_engine_is_refused_and_an_older_stream_counts_as_bui
     assert resumed.status == "complete" and len(resumed.records) == 2 and resumed.config["engine"] == "builtin"
 
 
+@pytest.mark.e2e
 @pytest.mark.needs("langgraph")
 def test_fix_with_the_graph_engine_gives_the_same_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -24,7 +24,6 @@ from humanevalfix.evaluation.dataset import file_sha256
 from humanevalfix.models.embedded import ServerOptions, run_server
 
 # A real model on CPU: minutes, not seconds. `-m "not slow"` leaves these out.
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_VARS = ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY")

@@ -191,6 +191,7 @@ def test_values_and_negative_numbers_are_not_taken_for_options(
         assert "unrecognized option --limt: did you mean --limit?" in err, err
 
 
+@pytest.mark.e2e
 def test_the_real_command_line_names_the_misspelt_option(tmp_path: Path) -> None:
     proc = run_cli(["--limt", "10"], cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

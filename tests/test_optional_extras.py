@@ -34,6 +34,7 @@ def pytest_in_child(node: str, ci: bool) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("extra", sorted(CASES))
 def test_a_missing_extra_is_skipped_locally_naming_the_install_and_never_under_ci(extra: str) -> None:
     local = pytest_in_child(CASES[extra], ci=False)

@@ -10,8 +10,6 @@ import pytest
 
 from .conftest import results_of, run_cli
 
-pytestmark = pytest.mark.slow
-
 
 # `auto` is the jail this machine gives; `docker` the container executor (issue 15's done-when: the
 # same 164/164 and 0/164 through the command line), which CI's daemon runs.

@@ -114,6 +114,7 @@ def test_summary_keeps_its_fields_and_adds_pass_at_k() -> None:
     assert single.samples == 1 and single.pass_at_k_final == {"1": 1.0}
 
 
+@pytest.mark.e2e
 def test_samples_through_the_real_pipeline(
     tmp_path: Path,
     tiny_dataset: Path,

@@ -150,6 +150,7 @@ def test_a_peer_gone_while_the_receiver_polls_is_eof_and_a_timeout_still_times_o
             plaindata.receive(d, spin_s=0.001)
 
 
+@pytest.mark.e2e
 def test_polling_is_off_in_a_process_that_may_use_one_cpu_only() -> None:
     """Decided at import from the process's CPUs: with one, a poll would only keep the other side
     of the call off the CPU."""

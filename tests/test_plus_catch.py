@@ -51,6 +51,7 @@ def test_the_set_is_large_and_varied() -> None:
     assert len({fix.kind.split(":")[0] for fix in WRONG_FIXES.values()}) >= 10
 
 
+@pytest.mark.e2e
 def test_every_wrong_fix_passes_the_full_test_and_is_wrong_on_its_witness(
     all_tasks: dict[str, Task], executor: Executor
 ) -> None:
@@ -68,6 +69,7 @@ def test_every_wrong_fix_passes_the_full_test_and_is_wrong_on_its_witness(
     assert problems == []
 
 
+@pytest.mark.e2e
 def test_the_generated_inputs_catch_at_least_90_percent_of_the_wrong_fixes(
     all_tasks: dict[str, Task], executor: Executor
 ) -> None:
@@ -82,6 +84,7 @@ def test_the_generated_inputs_catch_at_least_90_percent_of_the_wrong_fixes(
             assert r.example and " the candidate " in r.example and "inputs disagree" in r.example, task_id
 
 
+@pytest.mark.e2e
 def test_no_canonical_solution_is_flagged_on_any_of_the_164_tasks(
     all_tasks: dict[str, Task], executor: Executor
 ) -> None:

@@ -114,6 +114,7 @@ CANDIDATES = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("task_id", "index"), [(t, i) for t, codes in CANDIDATES.items() for i in range(len(codes))])
 def test_the_fast_path_gives_every_candidate_the_verdict_the_comparison_gives(
     task_id: str, index: int, all_tasks: dict[str, Task], executor: Executor, store: CaseStore
@@ -130,6 +131,7 @@ def test_the_fast_path_gives_every_candidate_the_verdict_the_comparison_gives(
     assert fast.agrees is (index == 0 or (task_id == "Python/13" and index in (1, 2)))
 
 
+@pytest.mark.e2e
 def test_the_judge_takes_a_byte_equal_answer_as_agreeing_so_only_the_harness_makes_the_reply(
     all_tasks: dict[str, Task], executor: Executor, store: CaseStore
 ) -> None:
@@ -143,6 +145,7 @@ def test_the_judge_takes_a_byte_equal_answer_as_agreeing_so_only_the_harness_mak
     assert rb.differential(wrong, task, executor, dataclasses.replace(cases, reply=forged.reply)).agrees is True
 
 
+@pytest.mark.e2e
 def test_a_property_test_never_gets_the_fast_path(
     all_tasks: dict[str, Task], executor: Executor, store: CaseStore
 ) -> None:

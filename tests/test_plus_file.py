@@ -75,6 +75,7 @@ def test_a_bad_file_is_refused_in_one_line_naming_the_row(tmp_path: Path, line: 
     assert says in str(err.value) and f"{path}:2" in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.e2e
 def test_score_with_plus_inputs_uses_evalplus_inputs_records_the_file_and_shows_why(
     tmp_path: Path, dataset_path: Path
 ) -> None:
@@ -115,6 +116,7 @@ def test_score_with_plus_inputs_uses_evalplus_inputs_records_the_file_and_shows_
     assert "EvalPlus&#x27;s file HumanEvalPlus.jsonl" in page
 
 
+@pytest.mark.e2e
 def test_plus_inputs_is_refused_for_a_generations_file(tmp_path: Path, dataset_path: Path) -> None:
     generations = tmp_path / "gen.json"
     generations.write_text(json.dumps([["def f(): pass"]]), encoding="utf-8")

@@ -85,6 +85,7 @@ def test_a_comparison_shows_each_runs_policy() -> None:
     assert "redraw" in row and "rewrite-now" in row
 
 
+@pytest.mark.e2e
 def test_resuming_a_run_of_an_earlier_default_names_every_option_and_its_policy(tmp_path, tiny_dataset) -> None:
     """A run started before the default changed, resumed without options: one error that names
     each differing option and the policy it ran with; with --policy it continues."""

@@ -155,6 +155,7 @@ def _canonical(tasks: dict[str, Task], prompts: list[str]) -> Callable[[Recorded
     return handler
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
 def test_a_run_sends_what_its_protocol_shows_and_records_it(
     protocol: str,
@@ -190,6 +191,7 @@ def test_a_run_sends_what_its_protocol_shows_and_records_it(
     assert f"{protocol}{f' ({p.published})' if p.published else ''}: {p.summary[:30]}" in " ".join(text.split())
 
 
+@pytest.mark.e2e
 def test_docs_protocol_feeds_back_only_whether_the_code_runs(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,
@@ -213,6 +215,7 @@ def test_docs_protocol_feeds_back_only_whether_the_code_runs(
     assert all(a["outcome"] == "passed" for r in outcome.records for a in r.attempts)
 
 
+@pytest.mark.e2e
 def test_resume_with_another_protocol_is_refused(tmp_path: Path, dataset_path: Path) -> None:
     from humanevalfix.models.presets import resolve
 
@@ -236,6 +239,7 @@ def test_resume_with_another_protocol_is_refused(tmp_path: Path, dataset_path: P
     assert results_of(resumed.results_path)["config"]["protocol"] == "hidden"
 
 
+@pytest.mark.e2e
 def test_resume_of_a_run_from_before_protocols_is_the_agent_protocol(tmp_path: Path, dataset_path: Path) -> None:
     from humanevalfix.models.presets import resolve
 

@@ -90,6 +90,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, dataset_path: Path) -> dict[s
     return {"a": a, "b": b, "tiny": tiny, "tasks": {t.task_id: t for t in tasks}, "stderr": proc.stderr, "tmp": tmp}
 
 
+@pytest.mark.e2e
 def test_visualize_flag_writes_png_and_html_next_to_the_results(runs: dict[str, Any]) -> None:
     a: Path = runs["a"]
     png, page = a.with_name("a.report.png"), a.with_name("a.report.html")
@@ -99,6 +100,7 @@ def test_visualize_flag_writes_png_and_html_next_to_the_results(runs: dict[str, 
     assert width >= 1000 and height >= 1000
 
 
+@pytest.mark.e2e
 def test_statistics_of_the_run_follow_the_scripted_schedule(runs: dict[str, Any]) -> None:
     run = load_run(runs["a"])
     by_id = {r.task_id: r for r in run.records}
@@ -116,6 +118,7 @@ def test_statistics_of_the_run_follow_the_scripted_schedule(runs: dict[str, Any]
     assert summary["tokens_in"] > 0 and summary["cost_usd"] == pytest.approx(expected_cost, abs=1e-6)
 
 
+@pytest.mark.e2e
 def test_html_is_self_contained_and_shows_every_task(runs: dict[str, Any]) -> None:
     a: Path = runs["a"]
     page = a.with_name("a.report.html").read_text(encoding="utf-8")
@@ -132,6 +135,7 @@ def test_html_is_self_contained_and_shows_every_task(runs: dict[str, Any]) -> No
     assert f"${summary['cost_usd']:.4f}" in page  # the run's cost in the summary table
 
 
+@pytest.mark.e2e
 def test_html_diff_shows_the_fix_against_the_buggy_code(runs: dict[str, Any]) -> None:
     import html as html_lib
 
@@ -155,6 +159,7 @@ def test_html_diff_shows_the_fix_against_the_buggy_code(runs: dict[str, Any]) ->
     assert f'<td class="err"><pre>{html_lib.escape(unsolved.score_message)}</pre></td>' in page
 
 
+@pytest.mark.e2e
 def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(
     runs: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -175,6 +180,7 @@ def test_report_escapes_model_output_and_reads_buggy_code_from_the_dataset(
     assert "buggy code unavailable" not in page and 'class="del">-' in page
 
 
+@pytest.mark.e2e
 def test_report_of_an_oracle_run_has_no_tokens_and_no_cost(runs: dict[str, Any], tmp_path: Path) -> None:
     paths = write_reports(runs["b"], tmp_path / "oracle")
     page = paths[1].read_text(encoding="utf-8")
@@ -182,6 +188,7 @@ def test_report_of_an_oracle_run_has_no_tokens_and_no_cost(runs: dict[str, Any],
     assert page.count('class="pass">PASS') == 3
 
 
+@pytest.mark.e2e
 def test_comparison_of_two_runs(runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cmp.html"
     assert main(["report", str(runs["a"]), str(runs["b"]), "--out", str(out)]) == 0
@@ -269,6 +276,7 @@ def test_solved_turn_ignores_repeats_of_the_final_code() -> None:
     assert solved_turn(record) == 1
 
 
+@pytest.mark.e2e
 def test_shipped_priced_preset_shows_its_cost_in_the_summary_the_results_and_the_report(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Any], make_config: Any
 ) -> None:
@@ -404,6 +412,7 @@ def test_passes_by_strategy_count_the_turn_that_wrote_the_final_code() -> None:
     assert passes_by_strategy(records[3:5]) == {}
 
 
+@pytest.mark.e2e
 def test_the_report_and_the_summary_show_passes_by_strategy(runs: dict[str, Any], tmp_path: Path) -> None:
     from humanevalfix.evaluation.results import Summary
     from humanevalfix.reports.runs import summary_lines
@@ -434,6 +443,7 @@ def test_the_committed_default_run_passes_by_strategy() -> None:
     assert "passes by strategy of the final turn: fix 25 (pass@1+ 23), rewrite 25 (pass@1+ 19)" in summary_lines(run)
 
 
+@pytest.mark.e2e
 def test_a_strategy_name_is_shown_as_text_not_markup(runs: dict[str, Any]) -> None:
     """A plugin's strategy may be named anything the registry takes, brackets included."""
     from humanevalfix.evaluation.results import Summary

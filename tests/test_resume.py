@@ -42,6 +42,7 @@ def compared(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [tuple(r[k] for k in COMPARED) for r in records]
 
 
+@pytest.mark.e2e
 def test_interrupted_cli_run_resumes_to_the_same_records(
     tmp_path: Path, dataset_path: Path, all_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
 ) -> None:
@@ -127,6 +128,7 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
     assert "--max-iters" in line and "differs" in line
 
 
+@pytest.mark.e2e
 def test_resume_reruns_tasks_that_ended_in_an_infrastructure_error(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,
@@ -156,6 +158,7 @@ def test_resume_reruns_tasks_that_ended_in_an_infrastructure_error(
     assert len(records) == 3 and all(r.error is None for r in records)  # the rerun replaced the errored record
 
 
+@pytest.mark.e2e
 def test_resume_of_a_missing_or_foreign_stream_is_a_clear_error(tmp_path: Path, dataset_path: Path) -> None:
     with pytest.raises(UserError, match="file not found"):
         read_stream(tmp_path / "none.jsonl")
@@ -186,6 +189,7 @@ def _cut_to_first_task(stream: Path) -> None:
     stream.write_text("".join(lines[:2]), encoding="utf-8")  # the config line and one task
 
 
+@pytest.mark.e2e
 def test_resume_keeps_the_interrupted_runs_wall_time_and_refuses_a_new_task_selection(
     tmp_path: Path, dataset_path: Path
 ) -> None:
@@ -217,6 +221,7 @@ def test_resume_keeps_the_interrupted_runs_wall_time_and_refuses_a_new_task_sele
         run_eval(RunConfig(preset=oracle, dataset_path=dataset_path, resume=stream, limit=2))
 
 
+@pytest.mark.e2e
 def test_resume_without_a_path_uses_the_interrupted_runs_own_source(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make_config: Callable[..., RunConfig]
 ) -> None:

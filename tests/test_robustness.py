@@ -52,6 +52,7 @@ def executor() -> Iterator[Executor]:
     ex.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("task_id", sorted(FITTED))
 def test_a_candidate_fitted_to_the_asserts_passes_but_is_caught_by_both_checks(
     task_id: str, all_tasks: dict[str, Task], executor: Executor
@@ -64,6 +65,7 @@ def test_a_candidate_fitted_to_the_asserts_passes_but_is_caught_by_both_checks(
     assert result.suspect_hardcoding and all(line.startswith("line ") for line in result.suspect_hardcoding)
 
 
+@pytest.mark.e2e
 def test_the_committed_python_83_candidate_is_not_plus(all_tasks: dict[str, Task], executor: Executor) -> None:
     """The repair run's `if n == 3: return 180 ... n == 5: return 18000` answer (results/)."""
     lines = (REPO / "results" / "local-0.5b_repair.jsonl").read_text(encoding="utf-8").splitlines()
@@ -77,6 +79,7 @@ def test_the_committed_python_83_candidate_is_not_plus(all_tasks: dict[str, Task
     assert any("n == 3" in line for line in result.suspect_hardcoding)
 
 
+@pytest.mark.e2e
 def test_the_right_fix_written_differently_is_plus(all_tasks: dict[str, Task], executor: Executor) -> None:
     task = all_tasks["Python/55"]
     iterative = "def fib(n: int):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
@@ -160,6 +163,7 @@ def test_a_task_with_no_literal_call_gets_seeds_from_its_annotations(all_tasks: 
     assert all(isinstance(a[0], str) for a in plusgen.task_inputs(task)) and plusgen.task_inputs(task)
 
 
+@pytest.mark.e2e
 def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Task], executor: Executor) -> None:
     """find_zero's test asserts poly(xs, x) ~ 0: any root is right, so the check asks the same of each input."""
     task = all_tasks["Python/32"]
@@ -197,6 +201,7 @@ def test_a_test_that_checks_a_property_is_found_and_used(all_tasks: dict[str, Ta
     )
 
 
+@pytest.mark.e2e
 def test_floats_compare_within_a_tolerance_and_ints_equal_floats(
     all_tasks: dict[str, Task], executor: Executor
 ) -> None:
@@ -211,6 +216,7 @@ def test_floats_compare_within_a_tolerance_and_ints_equal_floats(
     assert rb.check(as_float, task60, executor, passed=True, inputs=rb.Inputs([(5,), (10,), (1000,)])).plus is True
 
 
+@pytest.mark.e2e
 def test_an_evalplus_style_tolerance_is_applied(all_tasks: dict[str, Task], executor: Executor) -> None:
     task = all_tasks["Python/4"]
     off = (
@@ -227,6 +233,7 @@ def test_calls_that_are_not_literals_add_nothing() -> None:
     assert rb.test_calls(test, "f") == []
 
 
+@pytest.mark.e2e
 def test_a_run_records_plus_per_task_and_pass_at_1_plus(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, all_tasks: dict[str, Task], make_config: Callable[..., RunConfig]
 ) -> None:
@@ -266,6 +273,7 @@ def test_a_run_records_plus_per_task_and_pass_at_1_plus(
     assert "pass@1+" in console.file.getvalue() and "1/4 (25.0%)" in console.file.getvalue()
 
 
+@pytest.mark.e2e
 def test_score_adds_pass_at_1_plus_to_a_finished_run(tmp_path: Path, dataset_path: Path) -> None:
     """A results file from before pass@1+ (no plus fields, no protocol) is scored again by `score`."""
     from .conftest import run_cli

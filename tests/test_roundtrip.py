@@ -82,6 +82,7 @@ def reference_all(pairs: list[tuple[str, str]]) -> list[bool]:
         return list(pool.map(lambda p: reference_passes(*p), pairs))
 
 
+@pytest.mark.e2e
 def test_handmade_candidates_agree_with_the_reference(tmp_path: Path, dataset_path: Path) -> None:
     tiny = tmp_path / "first1.jsonl"
     tasks = _write_tiny(dataset_path, tiny, 1)
@@ -100,6 +101,7 @@ def test_handmade_candidates_agree_with_the_reference(tmp_path: Path, dataset_pa
         )
 
 
+@pytest.mark.e2e
 def test_exported_run_scores_the_same_in_both_scorers(tmp_path: Path, dataset_path: Path) -> None:
     tiny = tmp_path / "first3.jsonl"
     tasks = _write_tiny(dataset_path, tiny, 3)
@@ -117,6 +119,7 @@ def test_exported_run_scores_the_same_in_both_scorers(tmp_path: Path, dataset_pa
         assert reference == [[model == "oracle:canonical"]] * 3
 
 
+@pytest.mark.e2e
 def test_export_subcommand_and_subset_rules(
     tmp_path: Path, dataset_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

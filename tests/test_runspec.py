@@ -241,6 +241,7 @@ def test_every_committed_run_has_its_golden_report() -> None:
 SCORED = ("passed", "passed_first", "plus", "plus_first", "suspect_hardcoding")
 
 
+@pytest.mark.e2e
 def test_committed_results_rescore_to_the_same_verdicts(tmp_path: Path) -> None:
     """The first 3 tasks of every committed run (all of them: `humanevalfix score`, docs/results.md)."""
     executor = build_executor("auto", Limits(timeout_s=20))
@@ -281,6 +282,7 @@ def test_committed_streams_still_resume(path: Path, tmp_path: Path) -> None:
         resume.check(old, other, copy)
 
 
+@pytest.mark.e2e
 def test_a_stream_written_before_the_spec_resumes_end_to_end(
     tmp_path: Path, tiny_dataset: Path, make_config: Callable[..., RunConfig], tiny_tasks: dict[str, Any]
 ) -> None:

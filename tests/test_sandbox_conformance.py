@@ -49,7 +49,6 @@ from humanevalfix.sandbox.jail import FS, NET, PIDS, best_level
 from humanevalfix.tasks.support import support_code
 
 # Minutes on a busy machine (the dataset through every executor): `-m "not slow"` leaves it out.
-pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 2.0  # hostile candidates' time limit

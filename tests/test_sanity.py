@@ -44,6 +44,7 @@ def test_the_sanity_set_is_what_it_claims() -> None:
     assert len({t.bug_type for t in tasks}) >= 3  # the reports have categories to show
 
 
+@pytest.mark.e2e
 def test_oracle_canonical_passes_nothing_on_the_unwinnable_set(tmp_path: Path) -> None:
     out = tmp_path / "unwinnable.json"
     proc = run_cli(
@@ -76,6 +77,7 @@ def test_oracle_canonical_passes_nothing_on_the_unwinnable_set(tmp_path: Path) -
         assert r["final_code"] and r["executions"] >= 1
 
 
+@pytest.mark.e2e
 def test_oracle_buggy_passes_nothing_either(tmp_path: Path) -> None:
     out = tmp_path / "buggy.json"
     assert (
@@ -99,6 +101,7 @@ def test_oracle_buggy_passes_nothing_either(tmp_path: Path) -> None:
     assert data["summary"]["passed"] == 0 and data["summary"]["errors"] == 0
 
 
+@pytest.mark.e2e
 def test_functions_built_to_cheat_still_fail() -> None:
     executor = build_executor("auto", Limits(timeout_s=5.0))
     try:
@@ -110,6 +113,7 @@ def test_functions_built_to_cheat_still_fail() -> None:
         executor.close()
 
 
+@pytest.mark.e2e
 def test_positive_control_the_same_command_passes_real_tasks(tmp_path: Path, tiny_dataset: Path) -> None:
     out = tmp_path / "control.json"
     assert (
@@ -133,6 +137,7 @@ def test_positive_control_the_same_command_passes_real_tasks(tmp_path: Path, tin
     assert data["summary"]["passed"] == data["summary"]["tasks"] == 3
 
 
+@pytest.mark.e2e
 def test_validate_dataset_flags_every_unwinnable_row(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate-dataset", str(UNWINNABLE), "--workers", "2"]) == 1
     out = " ".join(capsys.readouterr().out.split())

@@ -75,6 +75,7 @@ def test_a_scorer_registered_elsewhere_comes_after_the_built_in_ones(lines_score
     assert last == "test-lines" and before and all(type(SCORERS[name]).__module__ == BUILTINS for name in before)
 
 
+@pytest.mark.e2e
 def test_a_scorer_registered_elsewhere_is_recorded_summed_shown_compared_and_rescored(
     lines_scorer: None,
     tmp_path: Path,

@@ -43,6 +43,7 @@ def warm(bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path) -> CaseSto
     return store
 
 
+@pytest.mark.e2e
 def test_a_failing_candidate_gets_the_tests_own_status_and_message(
     bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
 ) -> None:
@@ -54,6 +55,7 @@ def test_a_failing_candidate_gets_the_tests_own_status_and_message(
         assert together.scores["plus"]["final"] is None
 
 
+@pytest.mark.e2e
 def test_a_passing_candidate_passes_with_its_check_in_the_same_run(
     bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
 ) -> None:
@@ -81,6 +83,7 @@ def test_a_passing_candidate_passes_with_its_check_in_the_same_run(
     assert len(libraries) == 1 and "def _hefix_plus(" in libraries.pop()
 
 
+@pytest.mark.e2e
 def test_a_candidate_fitted_to_the_asserts_passes_and_is_not_plus_in_one_run(
     bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
 ) -> None:
@@ -93,6 +96,7 @@ def test_a_candidate_fitted_to_the_asserts_passes_and_is_not_plus_in_one_run(
     assert scored.scores["plus"]["disagreements"] >= 1
 
 
+@pytest.mark.e2e
 def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(
     bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
 ) -> None:
@@ -107,6 +111,7 @@ def test_a_candidate_that_hangs_in_the_check_still_passes_the_test(
     assert scored.score.passed and scored.scores["plus"]["final"] is False
 
 
+@pytest.mark.e2e
 def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(
     bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path
 ) -> None:
@@ -130,6 +135,7 @@ def test_a_fault_inside_the_test_fails_it_even_when_the_test_swallows_it(
     assert not alone.passed and together.score == alone
 
 
+@pytest.mark.e2e
 def test_answers_are_kept_on_disk_only_where_candidates_cannot_write_the_hosts_files(
     all_tasks: dict[str, Task], bwrap: Executor, tmp_path: Path
 ) -> None:
@@ -165,6 +171,7 @@ def test_the_key_follows_the_tasks_test_and_the_inputs(all_tasks: dict[str, Task
     assert store.key(task, None, 0.0) == CaseStore(tmp_path).key(task, None, 0.0)
 
 
+@pytest.mark.e2e
 def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(
     bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path
 ) -> None:
@@ -183,6 +190,7 @@ def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(
     assert all(c.expected == ["float", 0.5] for c in cases.cases)
 
 
+@pytest.mark.e2e
 def test_answers_travel_in_the_normal_form_and_large_ones_are_left_out(
     bwrap: Executor, all_tasks: dict[str, Task]
 ) -> None:
@@ -213,6 +221,7 @@ def test_the_default_cache_is_the_users_and_can_be_turned_off() -> None:
     assert default_directory({"HUMANEVALFIX_PLUS_CACHE": "/x"}) == Path("/x")
 
 
+@pytest.mark.e2e
 def test_robustness_check_alone_uses_the_same_cases(
     bwrap: Executor, all_tasks: dict[str, Task], warm: CaseStore
 ) -> None:

@@ -74,6 +74,7 @@ def _fail_then_fix(tasks: dict[str, Task]) -> Callable[[Recorded], Response]:
     return handler
 
 
+@pytest.mark.e2e
 def test_each_request_carries_its_seed_over_http_and_the_results_record_it(
     monkeypatch: pytest.MonkeyPatch,
     tiny_dataset: Path,

@@ -13,11 +13,7 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-
 from .test_local_model import KEY_VARS, TAG_VAR, tagged_pids, wait_gone
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = "Python/0"  # one greedy attempt per run: the comparison, within about two minutes

@@ -114,6 +114,7 @@ def plain(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
+@pytest.mark.e2e
 def test_a_real_run_shows_the_task_waiting_and_then_an_estimate(
     tiny_dataset: Path, make_config: Callable[..., Any], dataset_rows: list[dict[str, Any]]
 ) -> None:
@@ -142,6 +143,7 @@ def test_cost_is_local_or_a_dash_without_a_price() -> None:
     assert "$0.0000" not in console.file.getvalue() and "local (no per-token price)" in console.file.getvalue()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("terminal", [True, False], ids=["stdout a terminal", "stdout a pipe"])
 def test_the_results_path_is_said_once_on_a_terminal_and_given_bare_to_a_pipe(
     terminal: bool,

@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 import humanevalfix
 
 PACKAGE = "humanevalfix"
@@ -282,6 +284,7 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     assert not bad, "private names imported across modules: " + "; ".join(bad)
 
 
+@pytest.mark.e2e
 def test_no_module_is_over_400_lines() -> None:
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in package_files().items()}
     over = sorted(f"{name} ({n} lines)" for name, n in sizes.items() if n > MAX_LINES)
@@ -320,6 +323,7 @@ def test_every_curated_name_resolves_to_its_module() -> None:
             raise AssertionError(f"{package}.no_such_name resolved")
 
 
+@pytest.mark.e2e
 def test_importing_a_subpackage_imports_none_of_its_modules() -> None:
     """The curated names are lazy: importing a package runs only its `__init__` (see exports.py)."""
     import subprocess

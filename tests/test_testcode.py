@@ -62,6 +62,7 @@ def _names(ex: Executor) -> frozenset[str]:
     return code._env.prelude_names  # type: ignore[no-any-return]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", sorted(CANDIDATES))
 def test_a_compiled_test_gives_the_judges_own_verdict_and_message(warm: Executor, fresh: Executor, kind: str) -> None:
     code = CANDIDATES[kind]
@@ -69,6 +70,7 @@ def test_a_compiled_test_gives_the_judges_own_verdict_and_message(warm: Executor
     assert (got.status, got.message) == (expected.status, expected.message)
 
 
+@pytest.mark.e2e
 def test_dataset_tasks_with_the_plus_check_score_as_when_the_judge_compiles(
     warm: Executor, fresh: Executor, all_tasks: dict[str, Task], tmp_path: Path
 ) -> None:
@@ -82,6 +84,7 @@ def test_dataset_tasks_with_the_plus_check_score_as_when_the_judge_compiles(
             assert (got.status, got.message, got.facts) == (expected.status, expected.message, expected.facts), tid
 
 
+@pytest.mark.e2e
 def test_the_judge_runs_the_compiled_test_it_is_given(warm: Executor, monkeypatch: pytest.MonkeyPatch) -> None:
     """Which is why only the harness makes it: code compiled from a test that passes, sent with one
     that fails, passes. (The candidate has no way into the request.)"""
@@ -94,6 +97,7 @@ def test_the_judge_runs_the_compiled_test_it_is_given(warm: Executor, monkeypatc
     assert warm.run(CANDIDATES["wrong"], test).status == "passed"
 
 
+@pytest.mark.e2e
 def test_a_test_that_does_not_compile_is_left_to_the_judge(warm: Executor) -> None:
     code = CompiledTests(_names(warm))
     assert code.for_run("def check(:\n", "") is None
@@ -138,6 +142,7 @@ def test_compiled_tests_are_kept_on_disk_and_read_back(tmp_path: Path, monkeypat
     assert CompiledTests(frozenset({"print", "add"}), tmp_path).for_run(ADD_TEST, "") is None
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind,kept", [("bwrap", True), ("process", False)])
 def test_only_a_level_that_keeps_candidates_off_the_hosts_files_keeps_them_on_disk(
     kind: str, kept: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -157,6 +162,7 @@ def test_the_cache_directory_follows_the_environment(tmp_path: Path) -> None:
     assert testcode.default_directory({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "humanevalfix" / "compiled-tests"
 
 
+@pytest.mark.e2e
 def test_a_request_carries_the_compiled_test_as_base64_of_marshal(warm: Executor) -> None:
     text = CompiledTests(_names(warm)).for_run(ADD_TEST, "")
     assert text is not None
@@ -203,6 +209,7 @@ def test_workers_compile_tests_at_once_without_tripping_cpythons_shared_ast_stat
     assert missing == [] and errors == []
 
 
+@pytest.mark.e2e
 def test_without_a_compiled_test_the_server_compiles_it_on_its_second_coming(
     warm: Executor, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -59,6 +59,7 @@ def wrong_fix(task: Task) -> str:
     return task.buggy_code.replace("balance == 0", "balance <= 0")
 
 
+@pytest.mark.e2e
 def test_the_first_prompt_shows_the_current_failure_and_the_unchanged_function_is_a_repeat(task: Task) -> None:
     executor = CountingExecutor()
     settings = AgentSettings(max_iters=5, temperatures=(0.0, 0.5), repeat_bump=0.2)
@@ -79,6 +80,7 @@ def test_the_first_prompt_shows_the_current_failure_and_the_unchanged_function_i
     assert result.stop_reason == "passed"
 
 
+@pytest.mark.e2e
 def test_a_model_stuck_on_the_buggy_code_is_asked_to_explain_then_to_rewrite_from_the_description(task: Task) -> None:
     settings = AgentSettings(max_iters=5, temperatures=(0.0, 0.5), repeat_bump=0.2)
     replies = [
@@ -103,6 +105,7 @@ def test_a_model_stuck_on_the_buggy_code_is_asked_to_explain_then_to_rewrite_fro
     assert prompts.UNCHANGED in requests[3].body["messages"][-1]["content"]
 
 
+@pytest.mark.e2e
 def test_without_a_description_a_stuck_model_rewrites_from_the_shown_tests(task: Task) -> None:
     settings = AgentSettings(max_iters=3, docstring=False)
     with ScriptedServer([fenced(task.buggy_code)] * 4) as server:
@@ -116,6 +119,7 @@ def test_without_a_description_a_stuck_model_rewrites_from_the_shown_tests(task:
     assert result.stop_reason == "budget" and not any(a.outcome == "passed" for a in result.attempts)
 
 
+@pytest.mark.e2e
 def test_a_run_without_explain_goes_from_fix_straight_to_rewrite(task: Task) -> None:
     """--strategies fix,rewrite: the stuck model's next turn is the rewrite's fresh conversation."""
     settings = AgentSettings(max_iters=5, docstring=False, strategies=("fix", "rewrite"))
@@ -144,6 +148,7 @@ def test_with_neither_description_nor_tests_there_is_nothing_to_rewrite_from(tas
     assert request_for_task(task, AgentSettings(feedback="none")).rewrite is not None
 
 
+@pytest.mark.e2e
 def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) -> None:
     wrongs = [task.buggy_code.replace("balance == 0", f"balance < {-100 * i}") for i in range(1, 6)]
     with ScriptedServer([fenced(w) for w in wrongs[:4]] + [fenced(task.canonical_code or "")]) as server:
@@ -158,6 +163,7 @@ def test_the_second_half_of_the_turns_rewrites_whatever_came_before(task: Task) 
     assert requests[4].body["messages"][0]["content"] == prompts.REWRITE_SYSTEM_PROMPT
 
 
+@pytest.mark.e2e
 def test_rewrite_again_fresh_asks_each_later_rewrite_turn_from_its_opening_sampled(task: Task) -> None:
     """--rewrite-again fresh: rewrite's second turn is the opening alone (not the failed rewrite and
     its feedback), at the redraw temperature with the turn's own seed; `continue` sends the exchange."""
@@ -178,6 +184,7 @@ def test_rewrite_again_fresh_asks_each_later_rewrite_turn_from_its_opening_sampl
     assert [r.body for r in fresh[:4]] == [r.body for r in continued[:4]]
 
 
+@pytest.mark.e2e
 def test_rewrite_now_asks_the_last_resort_in_the_same_turn_when_a_reply_brings_nothing_new(task: Task) -> None:
     """--rewrite-now: the buggy code sent back is set aside (its cost counted), and turn 0 asks
     rewrite's fresh conversation, greedy; a rewrite that repeats too is the turn's outcome."""
@@ -209,6 +216,7 @@ def test_rewrite_now_asks_the_last_resort_in_the_same_turn_when_a_reply_brings_n
     assert result.first_code == wrong  # turn 0's candidate: the rewrite
 
 
+@pytest.mark.e2e
 def test_with_max_iters_0_one_reply_is_the_attempt_whatever_the_policy_says(task: Task) -> None:
     """The single-attempt setting stays one reply: no redraw, no rewrite in its turn."""
     settings = AgentSettings(max_iters=0, redraws=2, redraw_turns=None, rewrite_now=True)
@@ -218,6 +226,7 @@ def test_with_max_iters_0_one_reply_is_the_attempt_whatever_the_policy_says(task
     assert [(a.outcome, a.redrawn, a.rewritten_from) for a in result.attempts] == [("no_code", [], None)]
 
 
+@pytest.mark.e2e
 def test_without_rewrite_now_or_a_way_to_rewrite_the_repeat_spends_its_turn(task: Task) -> None:
     wrong = task.buggy_code.replace("balance == 0", "balance < -100")
     for settings in (
@@ -233,6 +242,7 @@ def test_without_rewrite_now_or_a_way_to_rewrite_the_repeat_spends_its_turn(task
         )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("rewrite_turns", "asked"), [(1, 4), (2, 5), (3, 6), (None, 6)])
 def test_the_last_resort_gets_its_turns_then_the_task_ends_as_stuck(
     task: Task, rewrite_turns: int | None, asked: int
@@ -268,6 +278,7 @@ def test_the_rewrite_header_keeps_imports_and_helpers_and_stops_at_the_body() ->
     assert function_header("def f(x:\n    return (\n", "f") == "def f(x:\n"  # does not parse
 
 
+@pytest.mark.e2e
 def test_with_max_iters_0_nothing_is_executed_and_the_prompt_has_no_failure(task: Task) -> None:
     executor = CountingExecutor()
     with ScriptedServer([fenced(task.canonical_code or "")]) as server:
@@ -277,6 +288,7 @@ def test_with_max_iters_0_nothing_is_executed_and_the_prompt_has_no_failure(task
     assert executor.runs == [] and [a.outcome for a in result.attempts] == ["not_run"]
 
 
+@pytest.mark.e2e
 def test_each_request_holds_the_task_and_only_the_last_exchange_as_clean_code(task: Task) -> None:
     executor = CountingExecutor()
     wrong = wrong_fix(task)
@@ -300,6 +312,7 @@ def test_each_request_holds_the_task_and_only_the_last_exchange_as_clean_code(ta
     assert sum(m["role"] == "assistant" for m in result.messages) == 3
 
 
+@pytest.mark.e2e
 def test_prose_instead_of_code_after_a_failure_does_not_end_the_repair(task: Task) -> None:
     replies = [fenced(wrong_fix(task)), text("I believe the code is correct now."), fenced(task.canonical_code or "")]
     with ScriptedServer(replies) as server:
@@ -312,6 +325,7 @@ def test_prose_instead_of_code_after_a_failure_does_not_end_the_repair(task: Tas
     assert result.stop_reason == "passed"
 
 
+@pytest.mark.e2e
 def test_the_block_defining_the_entry_point_is_the_candidate_not_the_longer_test_block(task: Task) -> None:
     tests_block = "\n".join(f"assert below_zero([{i}, -{i + 1}]) == True" for i in range(12))
     reply = text(f"```python\n{task.canonical_code}\n```\nAnd some checks:\n```python\n{tests_block}\n```")

@@ -58,6 +58,7 @@ def test_the_failing_call_is_read_from_both_feedback_forms_and_only_with_literal
     assert failing_call("AssertionError\n  test line 3: assert f(1)", "f") is None
 
 
+@pytest.mark.e2e
 def test_a_trace_shows_the_changed_values_line_by_line(executor: CountingExecutor) -> None:
     text = runtime_values(executor, LOOP, "  call:     below_zero([1, 2, -3])", "below_zero")
     assert text.startswith("What `below_zero([1, 2, -3])` did, line by line")
@@ -68,6 +69,7 @@ def test_a_trace_shows_the_changed_values_line_by_line(executor: CountingExecuto
     assert "y = xs[0] + 1  | y=2" in indexed  # the model's text: brackets as written, no console escapes
 
 
+@pytest.mark.e2e
 def test_a_long_or_endless_call_is_bounded_and_the_candidates_prints_are_not_the_trace(
     executor: CountingExecutor,
 ) -> None:
@@ -80,6 +82,7 @@ def test_a_long_or_endless_call_is_bounded_and_the_candidates_prints_are_not_the
     assert max(len(line) for line in long_repr.splitlines()) < 200
 
 
+@pytest.mark.e2e
 def test_no_trace_without_a_call_or_when_the_tracer_shows_nothing(executor: CountingExecutor) -> None:
     assert runtime_values(executor, LOOP, "SyntaxError: invalid syntax", "below_zero") == ""
     assert runtime_values(executor, "import sys\nsys.exit(0)\n", "  call:     f(1)", "f") == ""
@@ -89,6 +92,7 @@ def _task(all_tasks: dict[str, Task], task_id: str) -> Task:
     return all_tasks[task_id]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", ["none", "trace", "locate"])
 def test_the_feedback_on_a_candidate_carries_the_trace_only_when_asked_and_the_outcomes_do_not_change(
     mode: str, all_tasks: dict[str, Task], executor: CountingExecutor
@@ -107,6 +111,7 @@ def test_the_feedback_on_a_candidate_carries_the_trace_only_when_asked_and_the_o
     assert ("balance=1" in feedback) == (mode != "none")
 
 
+@pytest.mark.e2e
 def test_a_repeat_and_a_reply_without_code_are_drawn_again_in_the_same_turn(
     all_tasks: dict[str, Task], executor: CountingExecutor
 ) -> None:
@@ -124,6 +129,7 @@ def test_a_repeat_and_a_reply_without_code_are_drawn_again_in_the_same_turn(
     assert result.first_code is not None  # the turn's candidate is the first attempt
 
 
+@pytest.mark.e2e
 def test_without_redraws_a_repeat_spends_its_turn(all_tasks: dict[str, Task], executor: CountingExecutor) -> None:
     task = _task(all_tasks, "Python/3")
     settings = AgentSettings(max_iters=1, docstring=False)
@@ -133,6 +139,7 @@ def test_without_redraws_a_repeat_spends_its_turn(all_tasks: dict[str, Task], ex
     assert all(a.redrawn == [] for a in result.attempts)
 
 
+@pytest.mark.e2e
 def test_redraw_turns_keeps_the_redraws_to_the_first_turns(
     all_tasks: dict[str, Task], executor: CountingExecutor
 ) -> None:

@@ -87,6 +87,7 @@ def write_jsonl(path: Path, rows: list[Any], raw_lines: dict[int, str] | None = 
     return path
 
 
+@pytest.mark.e2e
 def test_good_rows_in_both_forms_pass(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "good.jsonl", [GOOD_WHOLE, GOOD_SPLIT, NO_CANONICAL])
     proc = run_cli(["validate-dataset", str(path)], cwd=tmp_path, env=clean_env())
@@ -94,6 +95,7 @@ def test_good_rows_in_both_forms_pass(tmp_path: Path) -> None:
     assert "all 3 row(s) hold" in proc.stdout
 
 
+@pytest.mark.e2e
 def test_every_bad_row_is_listed_with_its_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [GOOD_WHOLE] + [row for row, _ in BAD_ROWS] + [dict(GOOD_SPLIT, task_id="Own/good-whole")]
     path = write_jsonl(tmp_path / "mixed.jsonl", rows, raw_lines={3: "{not json"})
@@ -114,6 +116,7 @@ def test_every_bad_row_is_listed_with_its_problem(tmp_path: Path, capsys: pytest
     assert f"{len(BAD_ROWS) + 2} of {len(rows) + 1} row(s) do not hold" in text
 
 
+@pytest.mark.e2e
 def test_humanevalfix_rows_validate(tmp_path: Path, tiny_dataset: Path) -> None:
     assert main(["validate-dataset", str(tiny_dataset), "--workers", "2"]) == 0
 
