@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 
-def user_cache(environ: dict[str, str] | None = None) -> Path:
+def user_cache(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     return Path(env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
 
 
-def store_folder(variable: str, name: str, environ: dict[str, str] | None = None) -> Path | None:
+def store_folder(variable: str, name: str, environ: Mapping[str, str] | None = None) -> Path | None:
     """A store's folder: `$variable` (None when it says "off"), else humanevalfix/`name` in the
     user's cache."""
     env = os.environ if environ is None else environ

@@ -33,8 +33,12 @@ class Exchange:
 
 
 class Conversation(Protocol):
-    strategy: str  # recorded on the attempt: native, or the text protocol's way of asking
     text_protocol: bool  # how the feedback is worded
+
+    @property
+    def strategy(self) -> str:
+        """Recorded on the attempt: native, or the text protocol's way of asking (read only: a
+        class attribute or a property)."""
 
     def for_mode(self, mode: ToolMode, last: Exchange | None) -> Conversation:
         """This conversation, or the text one taking over from it once the endpoint needs text."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from humanevalfix.agent._request import RepairRequest
 from humanevalfix.agent._result import AgentResult, Attempt
@@ -53,7 +53,14 @@ def require_langgraph(what: str) -> None:
         ) from None
 
 
-def node(step: Step) -> Callable[[GraphState], dict[str, str]]:
+class GraphNode(Protocol):
+    """A node as LangGraph's add_node types it: its parameter is named `state` (a Callable type,
+    whose parameters have no names, does not match)."""
+
+    def __call__(self, state: GraphState) -> dict[str, str]: ...
+
+
+def node(step: Step) -> GraphNode:
     """A step as a LangGraph node: it acts on the RepairRun and writes its route for the edges."""
 
     def run_step(state: GraphState) -> dict[str, str]:
@@ -104,7 +111,7 @@ def drawable(graph: CompiledStateGraph[Any]) -> Graph:
     for source, branches in graph.builder.branches.items():
         for branch in branches.values():
             for route, target in (branch.ends or {}).items():
-                ends.setdefault((source, target), []).append(route)
+                ends.setdefault((source, target), []).append(str(route))  # LangGraph's route: any Hashable
     for i, edge in enumerate(drawn.edges):
         routes = ends.get((edge.source, edge.target))
         if routes and routes != [edge.target]:  # a route named as its node needs no label

@@ -13,7 +13,7 @@ from functools import lru_cache
 from humanevalfix import pyast
 from humanevalfix.tasks.task import Task
 
-TRIVIAL = frozenset(repr(v) for v in (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0))
+TRIVIAL = frozenset(map(repr, (True, False, None, 0, 1, -1, 2, "", [], (), {}, 0.0, 1.0)))
 
 
 def _literals(source: str) -> set[str]:
@@ -74,7 +74,7 @@ def _literal_branches(tree: ast.AST) -> list[tuple[ast.If | ast.IfExp, set[str],
         params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}
         for node in ast.walk(func):
             if isinstance(node, (ast.If, ast.IfExp)):
-                body = node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
+                body: list[ast.stmt] = node.body if isinstance(node, ast.If) else [ast.Return(value=node.body)]
                 if _compares_param_to(node.test, params, None) and any(_returns_literal(stmt, None) for stmt in body):
                     found.append((node, params, body))
     return found

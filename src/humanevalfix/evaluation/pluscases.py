@@ -101,7 +101,9 @@ class Cases:
         rows = _rows(self.payload)
         calls = json.loads(unblob(self.calls)) if self.calls else []
         trees = [call[0] for call in calls] if len(calls) == len(rows) else [None] * len(rows)
-        return tuple(c for c in (_case(*row[:3], tree) for row, tree in zip(rows, trees, strict=True)) if c is not None)
+        # one list of arguments: mypy reads `_case(*row[:3], tree)` as `*row` filling every parameter
+        made = (_case(*[*row[:3], tree]) for row, tree in zip(rows, trees, strict=True))
+        return tuple(c for c in made if c is not None)
 
     def digest(self) -> str:
         return hashlib.sha256("\x00".join((self.payload, self.calls, self.reply or "")).encode()).hexdigest()

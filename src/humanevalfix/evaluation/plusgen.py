@@ -25,7 +25,7 @@ import random
 import re
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from humanevalfix.evaluation.plusdomain import Domain, domain_of, function_def, params_of
@@ -131,7 +131,12 @@ def constants(canonical: str) -> tuple[list[int | float], str]:
     numbers: dict[str, int | float] = {}
     chars: dict[str, None] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float) and abs(node.value) <= 10**6:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)  # a parsed number is exactly an int or a float
+            and abs(node.value) <= 10**6
+        ):
             numbers.setdefault(repr(node.value), node.value)
         elif (
             isinstance(node, ast.Constant)
@@ -347,12 +352,12 @@ def _round_trips(value: Any) -> str | None:
 def generate(
     seeds: list[Args],
     seed: str,
-    numbers: list[int | float] = (),
+    numbers: Iterable[int | float] = (),
     chars: str = "",
-    limit: int = MAX_INPUTS,  # type: ignore[assignment]
-    exclude: list[Args] = (),
+    limit: int = MAX_INPUTS,
+    exclude: Iterable[Args] = (),
     domain: Domain | None = None,
-) -> list[Args]:  # type: ignore[assignment]
+) -> list[Args]:
     """Up to `limit` argument tuples: mutants of the seeds, by kind in turn so that every kind is tried.
 
     `exclude` (the test's own calls) are left out; the same inputs for the same arguments every time."""

@@ -132,7 +132,7 @@ def scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
 
 def _collect(call: Callable[[Scorer], Entry | None]) -> dict[str, Entry]:
     """Each registered scorer's entry from `call`, in registration order (None: it has none)."""
-    out = {}
+    out: dict[str, Entry] = {}
     for name, s in SCORERS.items():
         entry = call(s)
         if entry is not None:

@@ -259,7 +259,7 @@ def plan(suspects: list[Suspect], budget: int, filename: str, path: Path | None 
     worst on it (it tends to answer with unrelated code), and the second suspect is often the
     helper of the first.
     """
-    scopes = [(s.name, s.why, s.path) for s in suspects[:STAGES]]
+    scopes: list[tuple[str | None, str, Path | None]] = [(s.name, s.why, s.path) for s in suspects[:STAGES]]
     whole = suspects[0].path if suspects and suspects[0].path else path
     scopes.append(
         (

@@ -19,6 +19,7 @@ FILE narrows the suspects to that file, `--function` to that function.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def as_seen_from(report: RunReport, path: Path, served: Path | None) -> RunRepor
     return replace(report, failures=failures)
 
 
-def _unit(units: dict[str, object], qualname: str) -> str | None:
+def _unit(units: Mapping[str, object], qualname: str) -> str | None:
     """The top-level function or method a traced qualified name belongs to (`f.<locals>.g`: `f`)."""
     name = qualname.split(".<locals>.")[0]
     return name if name in units else None
@@ -140,8 +141,8 @@ class ProjectLocalizer:
             helper = suspects[(ran.path, name)]
             helper.add(HELPER, f"`{caller}` ({where}) calls it in the failing test")
             helper.reasons.insert(0, helper.reasons.pop())  # the strongest reason first
-        order = list(suspects)
-        return sorted(suspects.values(), key=lambda s: (-s.score, order.index((s.path, s.name))))  # type: ignore[arg-type]
+        order: list[tuple[Path | None, str]] = list(suspects)  # every suspect here has its path
+        return sorted(suspects.values(), key=lambda s: (-s.score, order.index((s.path, s.name))))
 
 
 def project_stages(localizer: ProjectLocalizer, report: RunReport, budget: int, function: str | None) -> list[Stage]:

@@ -183,8 +183,8 @@ class Scope:
         if refusal:
             return CodeCheck(False, code, refusal)
         have = {ast.dump(n) for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
-        imports = useful_imports(imports, [new[n] for n in changed + added], original_tree)
+        new_imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
+        imports = useful_imports(new_imports, [new[n] for n in changed + added], original_tree)
         spliced = splice(self.original, original_tree, code, tree, changed, added, imports)
         return self._applied(code, spliced, old)
 
@@ -229,8 +229,8 @@ class Scope:
                 for m, fn in _methods(new_cls).items()
                 if m != name and m in was and ast.dump(fn) != ast.dump(was[m])
             ]
-        elif isinstance(new.get(name), (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in old:
-            new_fn = new[name]  # type: ignore[assignment]
+        elif isinstance(top := new.get(name), (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in old:
+            new_fn = top
         only = f"Only `{self.function}` may change"
         others += [n for n, node in new.items() if n in old and n != cls_name and ast.dump(node) != ast.dump(old[n])]
         if others:
@@ -271,8 +271,8 @@ class Scope:
             indent,
         )
         have = {ast.dump(n) for n in original_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
-        imports = useful_imports(imports, [new_fn], original_tree)
+        new_imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.dump(n) not in have]
+        imports = useful_imports(new_imports, [new_fn], original_tree)
         spliced = splice(self.original, original_tree, code, tree, [], [], imports, [(start, end, text)])
         return self._applied(code, spliced, old)
 

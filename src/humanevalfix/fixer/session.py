@@ -129,9 +129,11 @@ class ScopedExecutor:
 
     def tell(self, report: RunReport, code: str) -> str:
         failure = self.localizer.failure_for(report, self.function, code) if self.function else None
-        told = (
-            describe(failure, self.inner.tests, code, self.inner.user_file.path.name) if failure is not None else None
-        )
+        told = None
+        if failure is not None:
+            user_file = self.inner.user_file
+            assert user_file is not None, "a scope's candidate is served as a file"  # None: the project-wide baseline
+            told = describe(failure, self.inner.tests, code, user_file.path.name)
         if told is None:
             return report.result.message
         if len(report.failures) > 1 and self.inner.tests.kind == "pytest":

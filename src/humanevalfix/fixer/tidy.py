@@ -25,6 +25,7 @@ import builtins
 import difflib
 import importlib
 import sys
+from collections.abc import Sequence
 
 from humanevalfix import pyast
 
@@ -78,7 +79,7 @@ def _star_names(module: str, wanted: set[str]) -> list[str]:
     return sorted(wanted & set(public))
 
 
-def useful_imports(imports: list[ast.stmt], changed: list[ast.stmt], original_tree: ast.Module) -> list[str]:
+def useful_imports(imports: Sequence[ast.stmt], changed: list[ast.stmt], original_tree: ast.Module) -> list[str]:
     """The new import lines worth adding: those binding a name the changed code needs."""
     defined = _bound_at_top(original_tree) | {getattr(n, "name", "") for n in changed}
     needed = free_names(changed, defined)
@@ -95,11 +96,10 @@ def useful_imports(imports: list[ast.stmt], changed: list[ast.stmt], original_tr
         if kept:
             needed -= {(a.asname or a.name).partition(".")[0] for a in kept}
             what = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in kept)
-            out.append(
-                f"import {what}\n"
-                if isinstance(node, ast.Import)
-                else f"from {'.' * node.level}{node.module or ''} import {what}\n"
-            )  # type: ignore[union-attr]
+            if isinstance(node, ast.Import):
+                out.append(f"import {what}\n")
+            elif isinstance(node, ast.ImportFrom):  # the only other statement with names (`kept`)
+                out.append(f"from {'.' * node.level}{node.module or ''} import {what}\n")
     return out
 
 

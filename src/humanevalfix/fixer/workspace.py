@@ -118,8 +118,9 @@ class Workspace:
         return path.relative_to(self.root).as_posix() if path != self.root else "."
 
     # --- the tools ---------------------------------------------------------------------------
+    # Paths and texts are the model's JSON values (`call`), any type: resolve() and the tools check them.
 
-    def read_file(self, path: str, start: int = 1, end: int | None = None) -> str:
+    def read_file(self, path: object, start: int = 1, end: int | None = None) -> str:
         target = self.resolve(path, "file")
         lines = self.text_of(target).splitlines()
         first = max(1, int(start))
@@ -135,7 +136,7 @@ class Workspace:
         more = f"\n({len(entries) - LIST_ENTRIES} more not shown)" if len(entries) > LIST_ENTRIES else ""
         return f"{self.shown(target)}:\n" + "\n".join(shown) + more
 
-    def grep(self, text: str, path: str = ".") -> str:
+    def grep(self, text: object, path: object = ".") -> str:
         if not isinstance(text, str) or not text:
             raise WorkspaceError("grep needs a non-empty `text`")
         target = self.resolve(path)
@@ -164,7 +165,7 @@ class Workspace:
         return found
 
     def edit(
-        self, path: str, text: str, function: str | None = None, start: int | None = None, end: int | None = None
+        self, path: object, text: object, function: str | None = None, start: int | None = None, end: int | None = None
     ) -> str:
         target = self.resolve(path, "file")
         if target.suffix != ".py":

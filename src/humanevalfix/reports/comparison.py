@@ -123,17 +123,13 @@ def compare_runs(a: Run, b: Run) -> Comparison:
 
 
 def _score_rows(a: Run, b: Run, common: list[str]) -> list[tuple[str, float | None, float | None]]:
-    rows = []
+    rows: list[tuple[str, float | None, float | None]] = []
     for s in SCORERS.values():
         if s.compare_label is None:
             continue
         shares = [s.shares(run.records) for run in (a, b)]
-        rows.append(
-            (
-                s.compare_label,
-                *(None if x is None else sum(x.get(t, 0.0) for t in common) / len(common) for x in shares),
-            )
-        )
+        mean_a, mean_b = (None if x is None else sum(x.get(t, 0.0) for t in common) / len(common) for x in shares)
+        rows.append((s.compare_label, mean_a, mean_b))
     return rows
 
 

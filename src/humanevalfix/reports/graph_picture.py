@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 START, END = "__start__", "__end__"
 NODE_COLOR, TERMINAL_COLOR, EDGE_COLOR, LABEL_COLOR = "#f2f0ff", "#bfb6fc", "#555555", "#3f007d"
@@ -81,7 +82,7 @@ def draw_png(nodes: Sequence[str], edges: Sequence[DrawnEdge], title: str = "") 
         )
     for e in edges:
         (xa, ya), (xb, yb) = pos[e.source], pos[e.target]
-        style = dict(
+        style: dict[str, Any] = dict(  # FancyArrowPatch's keyword arguments, of several types
             arrowstyle="-|>",
             mutation_scale=14,
             color=EDGE_COLOR,

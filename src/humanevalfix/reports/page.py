@@ -141,11 +141,13 @@ def run_html(run: Run, png: bytes) -> str:
         "<th>bug type</th><th>last error</th>" + score_heads() + "<th>final code vs buggy</th></tr>"
     )
     c = run.spec
+    # partition, not split: a scorer's line without ": " (a plugin's) is a key alone, not a crash
+    parts = [line.partition(": ") for line in summary_lines(run) if not line.startswith("dataset:")]
     meta = [
         ("results file", str(run.path)),
         ("dataset", f"{c.dataset.source} (sha256 {c.dataset.sha256[:12]}…)"),
         ("started", c.host.started_at),
-    ] + [tuple(line.split(": ", 1)) for line in summary_lines(run) if not line.startswith("dataset:")]  # type: ignore[misc]
+    ] + [(key, value) for key, _, value in parts]
     body = (
         f"<h1>HumanEvalFix report: {_esc(c.model.model)}</h1>"
         f'<div class="muted">{_esc(len(run.records))} task runs · tool {_esc(c.host.project_version)}</div>'

@@ -29,7 +29,7 @@ import sysconfig
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -116,7 +116,7 @@ class Tree:
             self.members[path] = ("file", path)
 
     def add_host_tree(
-        self, root: str, skip_dirs: set[str] = frozenset(), skip_files: re.Pattern[str] | None = None
+        self, root: str, skip_dirs: Container[str] = frozenset(), skip_files: re.Pattern[str] | None = None
     ) -> None:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in skip_dirs or folder != root)
@@ -145,7 +145,7 @@ class _Counter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data: bytes) -> int:  # type: ignore[override]
+    def write(self, data: bytes) -> int:  # type: ignore[override]  # tarfile writes bytes; RawIOBase takes any buffer
         self.out.write(data)
         self.count += len(data)
         return len(data)
@@ -220,7 +220,8 @@ def _installed(name: str) -> bool:
 def interpreter_tree(python: str | None = None) -> Tree:
     """The image's files for the interpreter running this code (a virtual environment's base
     interpreter, with the environment's packages moved into the base's site-packages)."""
-    executable = os.path.realpath(python or getattr(sys, "_base_executable", sys.executable))
+    base: str = getattr(sys, "_base_executable", sys.executable)
+    executable = os.path.realpath(python or base)
     stdlib = sysconfig.get_path("stdlib")
     base_site = sysconfig.get_path("purelib", vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
     tree = Tree()

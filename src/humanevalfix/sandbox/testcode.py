@@ -45,7 +45,8 @@ class CompiledTests:
     """Compiles tests for one fork server's judges (thread-safe: one per server)."""
 
     def __init__(self, prelude_names: frozenset[str], directory: Path | None = None) -> None:
-        self._env = SimpleNamespace(prelude_names=prelude_names, rewriting=rewriting)
+        # A stand-in for execution.Prepared: the two fields compile_test reads (Any: it is not one).
+        self._env: Any = SimpleNamespace(prelude_names=prelude_names, rewriting=rewriting)
         self._directory = directory
         self._libraries: dict[str, Any] = {}  # library text -> execution.Library
         self._kept: dict[str, str | None] = {}
@@ -91,7 +92,7 @@ class CompiledTests:
                 library = execution.split_support(support)[1]
                 if library not in self._libraries:
                     self._libraries = {library: execution.compile_library(library)}
-                compiled = execution.compile_test(self._env, test, support, self._libraries)  # type: ignore[arg-type]
+                compiled = execution.compile_test(self._env, test, support, self._libraries)
         except Exception:  # SyntaxError, null bytes, nesting too deep: the judge reports it
             return None
         return execution.to_bytes(compiled)

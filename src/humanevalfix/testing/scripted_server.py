@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass
@@ -145,7 +145,8 @@ class ScriptedServer:
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
+        # getsockname() of the AF_INET socket bound above: the host is a str, never bytes
+        host, port = cast(tuple[str, int], self._httpd.server_address[:2])
         return f"http://{host}:{port}/v1"
 
     def chat_requests(self) -> list[Recorded]:

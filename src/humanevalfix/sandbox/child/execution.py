@@ -146,7 +146,7 @@ def describe_failure(exc: BaseException, code: str, test: str, recorder: Any, en
 @dataclass(frozen=True)
 class CompiledTest:
     code: CodeType  # the test with its asserts rewritten
-    infos: list[Any]  # rewriting.AssertInfo per assert
+    infos: list[Any] | LazyInfos  # rewriting.AssertInfo per assert (LazyInfos: made when first read)
     support: CodeType | None  # the task's trusted helpers, run before the test
     wanted: tuple[str, ...]  # names the test takes from the candidate (the entry point, ...)
     library: CodeType | None = None  # the harness's library, run after the helpers

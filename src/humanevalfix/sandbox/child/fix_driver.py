@@ -294,13 +294,16 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
         return
     path = spec["tests"]["path"]
     collector = PytestCollector(path, spec["import_root"], files_of(spec))
-    tracer = tracer_for(spec)  # noqa: F821 (fix_trace.py, appended to this source)
+    tracer = tracer_for(spec)  # type: ignore[name-defined]  # noqa: F821 (fix_trace.py, appended to this source)
     # -vv: full assertion diffs (the model cannot ask for more); the terminal output is discarded.
     args = [path, "-vv", "-p", "no:cacheprovider", "--tb=short", "--color=no"]
     log = io.StringIO()  # pytest's own terminal output: only shown when pytest itself fails
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            code = int(pytest.main(args, plugins=[collector] + ([TracePlugin(tracer)] if tracer else [])))  # noqa: F821
+            plugins: list[object] = [collector]
+            if tracer:
+                plugins.append(TracePlugin(tracer))  # type: ignore[name-defined]  # noqa: F821 - fix_trace.py's
+            code = int(pytest.main(args, plugins=plugins))
     except BaseException as exc:
         code = 3
         log.write(format_exception(exc, set()))
@@ -332,6 +335,7 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
 
 def emit(nonce: str, report: Report, user_output: str) -> None:
     out = sys.__stdout__
+    assert out is not None, "the driver runs with a stdout"  # None only for a GUI process without a console
     header = json.dumps(report.header())
     room = max(1000, min(REPORT_CAP, OUTPUT_ROOM - len(header)))  # the executor keeps the head of the output
     out.write(f"<<fix-report {nonce}>>\n{header}\n{cap(report.text, room)}\n<</fix-report {nonce}>>\n")
@@ -349,14 +353,16 @@ def main(spec: dict[str, Any]) -> None:
     tests = spec["tests"]
     search = [p for p in (tests.get("search_dir"), spec["import_root"]) if p]
     sys.path[:0] = [p for p in dict.fromkeys(search) if p not in sys.path]
-    tracer = tracer_for(spec) if tests["kind"] == "script" else None  # noqa: F821 (fix_trace.py)
+    tracer = None
+    if tests["kind"] == "script":
+        tracer = tracer_for(spec)  # type: ignore[name-defined]  # noqa: F821 (fix_trace.py, appended to this source)
     try:
         with contextlib.redirect_stdout(user_output), contextlib.redirect_stderr(user_output):
             if tracer:
                 tracer.start()
             module = import_candidate(spec, report)
             if module is not None and tests["kind"] == "script":
-                run_script(spec, module, report)  # noqa: F821 - fix_script.py's, appended to this source
+                run_script(spec, module, report)  # type: ignore[name-defined]  # noqa: F821 - fix_script.py's, appended
             if tracer:
                 tracer.stop(report.status != "passed")
                 report.ran = tracer.entries()

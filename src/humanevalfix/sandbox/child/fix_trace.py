@@ -26,11 +26,11 @@ class CallTracer:
     def __init__(self, root: str, skip: "set[str]") -> None:
         self.root = os.path.realpath(root).rstrip(os.sep) + os.sep
         self.skip = skip  # the tests' own files (real paths)
-        self.places: dict[object, object] = {}  # code object -> (path, qualname, line) or None
+        self.places: dict[object, tuple[str, str, int] | None] = {}  # code object -> (path, qualname, line) or None
         self.current: dict[object, list[object]] = {}
         self.failed: dict[object, list[object]] = {}
 
-    def place(self, code: object) -> object:
+    def place(self, code: object) -> "tuple[str, str, int] | None":
         if code not in self.places:
             name = getattr(code, "co_filename", "")
             path = os.path.realpath(name) if name and not name.startswith("<") else ""
@@ -52,7 +52,7 @@ class CallTracer:
         while caller is not None and self.place(getattr(caller, "f_code", None)) is None:
             caller = getattr(caller, "f_back", None)
         by = self.place(getattr(caller, "f_code", None)) if caller is not None else None
-        self.current[place] = list(place) + (list(by)[:2] if by else [None, None])  # type: ignore[arg-type]
+        self.current[place] = list(place) + (list(by)[:2] if by else [None, None])
 
     def start(self) -> None:
         self.current = {}

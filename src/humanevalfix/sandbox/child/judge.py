@@ -103,7 +103,7 @@ class Channel:
         """The answer's frame body, not decoded yet."""
         plain = self.plain
         own = deadline is not None and deadline < self.deadline
-        remaining = (deadline if own else self.deadline) - time.monotonic()
+        remaining = (deadline if own and deadline is not None else self.deadline) - time.monotonic()
         late = (
             "the code did not answer within its time budget"
             if own

@@ -254,6 +254,7 @@ def receive(sock: socket.socket, with_fds: int = 0, spin_s: float = 0.0) -> tupl
 def receive_json(sock: socket.socket, with_fds: int = 0, spin_s: float = 0.0) -> tuple[bytes, list[int]]:
     """One frame's body, not decoded (`decode` reads it), and up to `with_fds` descriptors.
     `spin_s`: how long to poll for the frame before sleeping on it (see SPIN_S)."""
+    head: bytes | None
     if with_fds:
         head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, with_fds)
     else:

@@ -18,7 +18,7 @@ import builtins
 import operator
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_eval, compile_restricted_exec, safe_builtins
 from RestrictedPython.Eval import default_guarded_getitem, default_guarded_getiter
@@ -188,7 +188,8 @@ class Policy(RestrictingNodeTransformer):
         # nothing the candidate's own code could not.
         if isinstance(node.func, ast.Name) and node.func.id == "eval":
             node.func.id = EVAL_SENTINEL
-            new = super().visit_Call(node)
+            # RestrictedPython's visit_Call returns the call node (typed as any visitor's answer)
+            new = cast(ast.AST, super().visit_Call(node))
             for n in ast.walk(new):
                 if isinstance(n, ast.Name) and n.id == EVAL_SENTINEL:
                     n.id = "eval"

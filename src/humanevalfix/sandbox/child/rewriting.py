@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 HELPER = "@hefix"  # not an identifier: only the rewritten asserts can name it
 TEST_FILE = "<test>"
@@ -71,19 +71,19 @@ OPS = {
 }
 
 
-def _span(node: ast.AST) -> Span:
-    return (node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
+def _span(node: ast.expr) -> Span:
+    return (node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
-def _at(new: Any, node: ast.AST) -> Any:
+def _at(new: Any, node: ast.expr | ast.stmt) -> Any:
     """`new` (a node made here) at `node`'s place, as ast.fix_missing_locations would put it,
     without that function's walk through the whole test."""
-    new.lineno, new.col_offset = node.lineno, node.col_offset  # type: ignore[attr-defined]
-    new.end_lineno, new.end_col_offset = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+    new.lineno, new.col_offset = node.lineno, node.col_offset
+    new.end_lineno, new.end_col_offset = node.end_lineno, node.end_col_offset
     return new
 
 
-def _helper(attr: str, node: ast.AST, *args: ast.expr) -> ast.Call:
+def _helper(attr: str, node: ast.expr | ast.stmt, *args: ast.expr) -> ast.Call:
     name = _at(ast.Name(id=HELPER, ctx=ast.Load()), node)
     return _at(
         ast.Call(func=_at(ast.Attribute(value=name, attr=attr, ctx=ast.Load()), node), args=list(args), keywords=[]),
@@ -112,7 +112,7 @@ class _Instrument(ast.NodeTransformer):
         new = self.visit(node)
         if isinstance(new, ast.Call) and isinstance(new.func, ast.Attribute) and isinstance(new.func.value, ast.Name):
             if new.func.value.id == HELPER and new.args and isinstance(new.args[0], ast.Constant):
-                return new, int(new.args[0].value)
+                return new, cast(int, new.args[0].value)  # the slot: an int made by _slot
         return new, None
 
     def visit(self, node: ast.AST) -> Any:
@@ -130,7 +130,7 @@ class _Instrument(ast.NodeTransformer):
         if isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.elts):
             return self.generic_visit(node)  # `x[1:2, 3]`: the tuple is subscript syntax
         before = self.calls_seen
-        new = self.generic_visit(node)
+        new = cast(ast.expr, self.generic_visit(node))  # generic_visit returns the node it is given
         slot = self._slot(node, self.calls_seen > before)
         return _helper("val", node, _at(ast.Constant(slot), node), new)
 
@@ -140,7 +140,8 @@ class _Instrument(ast.NodeTransformer):
         self.info.calls.add(slot)
         func = node.func
         if isinstance(func, ast.Attribute):
-            func = self.generic_visit(func)  # the object a method is looked up on is a value too
+            # the object a method is looked up on is a value too (generic_visit returns `func` itself)
+            func = cast(ast.Attribute, self.generic_visit(func))
         elif not isinstance(func, ast.Name):
             func = self.visit(func)
         args = [self.visit(a) for a in node.args]

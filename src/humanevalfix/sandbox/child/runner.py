@@ -39,9 +39,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 RESULT_FD = 3  # where the judge keeps the result pipe
 CALL_FD = 4  # where the judge keeps its end of the candidate's socket
@@ -91,7 +92,8 @@ def become_candidate(env: Any, call_fd: int) -> NoReturn:
         os.dup2(call_fd, 3)
     os.closerange(4, 1 << 16)
     procs.prctl(procs.PR_SET_DUMPABLE, 1)  # its own memory holds nothing; oom_score_adj needs it
-    candidate.serve(socket.socket(fileno=3), env, execution, procs, env.plain)
+    serve = cast(Callable[..., NoReturn], candidate.serve)  # a loaded module's function: the checker sees Any
+    serve(socket.socket(fileno=3), env, execution, procs, env.plain)
 
 
 def judge_run(
@@ -135,6 +137,7 @@ def run_once() -> None:
     if os.getpid() != 1:
         procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)  # orphans stay ours, so they can be killed below
     procs.prctl(procs.PR_SET_DUMPABLE, 0)  # the candidate cannot ptrace the judge
+    failure: str | None
     try:
         env = prepare(mode_arg())
         judge_end, candidate_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
