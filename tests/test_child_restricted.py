@@ -1,0 +1,149 @@
+"""The restricted executor's policy (sandbox/child/restricted.py) in-process: what it refuses, at
+compile time or when the code runs, and that the constructs correct solutions need still run.
+
+The in-process counterparts of the restricted-mode cases of tests/test_sandbox_conformance.py and
+tests/test_judge_probes.py (and of the restricted rows of tests/test_hostile.py's attacks), which
+run the policy inside a sandbox child: here the candidate is compiled with `compile_candidate`
+and executed in `candidate_globals` over the real prelude, in this process (the policy restricts
+the language; nothing it allows touches the process).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from humanevalfix.sandbox.child import execution, restricted
+
+NOT_ALLOWED = restricted.NOT_ALLOWED
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(f"humanevalfix.sandbox.child.{name}")
+
+
+@pytest.fixture(scope="module")
+def prelude() -> dict[str, Any]:
+    return execution.prepare(_load, "restricted").namespace
+
+
+def run(prelude: dict[str, Any], code: str) -> dict[str, Any]:
+    """The candidate's module code, compiled and run as the restricted executor runs it."""
+    namespace = restricted.candidate_globals(prelude, "__candidate__")
+    exec(restricted.compile_candidate(code, "<candidate>"), namespace)
+    return namespace
+
+
+# --- what correct solutions need --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("out = sum(range(5000))", 12497500),  # the real range: more than RestrictedPython's 1000
+        ("out = list('abc') + [tuple(), list()]", ["a", "b", "c", (), []]),
+        ("c = [0, 0]\nc[1] += 5\nc[0] -= 2\nout = c", [-2, 5]),  # item augmented assignment (Python/69)
+        ("d = {'k': 'a'}\nd['k'] *= 3\nout = d", {"k": "aaa"}),
+        ("n = 1\nn <<= 4\nout = n", 16),
+        ("out = eval('1 + 2 * 3')", 7),  # eval of arithmetic (Python/160)
+        ("import math\nfrom math import sqrt\nout = sqrt(16) + math.floor(1.5)", 5.0),
+        ("import sys\nout = sys.maxsize > 0", True),
+        ("import collections.abc\nfrom numpy import linalg\nout = 1", 1),
+        ("a, b = 1, 2\nout = [i * j for i, j in [(a, b), (3, 4)]]", [2, 12]),
+        ("def g(*a, **k):\n    return a, k\nout = g(*[1], **{'z': 2})", ((1,), {"z": 2})),
+        ("out = max([3, 1, 2]) + min(1, 2) + sorted([2, 1])[0] + next(iter([4]))", 9),
+        ("print('hi')\nout = printed", "hi\n"),
+        ("import numpy as np\nout = int(np.sum(np.array([1, 2])))", 3),
+    ],
+)
+def test_what_correct_solutions_need_runs(prelude: dict[str, Any], code: str, expected: Any) -> None:
+    assert run(prelude, code)["out"] == expected
+
+
+def test_the_namespace_holds_the_prelude_and_the_guards_but_not_the_real_builtins(prelude: dict[str, Any]) -> None:
+    namespace = restricted.candidate_globals(prelude, "__candidate__")
+    assert namespace["__name__"] == "__candidate__" and namespace["math"] is prelude["math"]
+    table = namespace["__builtins__"]
+    assert table["__import__"] is restricted.guarded_import and table["getattr"] is restricted.guarded_getattr
+    assert "open" not in table and "exec" not in table and "compile" not in table
+    assert all(name in table for name in restricted.WIDENED)
+    assert namespace["_inplacevar_"]("+=", [1], [2]) == [1, 2]
+    assert namespace["_apply_"](max, 1, 2) == 2
+
+
+# --- refused when the code is compiled ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        ("x = _secret", '"_secret" is an invalid variable name because it starts with "_"'),
+        ("x = (1).__class__", '"__class__" is an invalid attribute name because it starts with "_"'),
+        ("class A:\n    def inc(self):\n        self.n += 1\n", "Augmented assignment of attributes is not allowed"),
+        ("def f():\n    return [0]\nf()[0] += 1\n", "Augmented assignment of object items and slices is not allowed"),
+        ("def f(:\n", "SyntaxError: invalid syntax"),
+    ],
+)
+def test_refused_at_compile_time(code: str, why: str) -> None:
+    with pytest.raises(restricted.NotAllowed) as caught:
+        restricted.compile_candidate(code, "<candidate>")
+    assert str(caught.value).startswith(f"{NOT_ALLOWED}: Line ")
+    assert why in str(caught.value)
+
+
+def test_only_the_first_complaint_is_spelled_out() -> None:
+    with pytest.raises(restricted.NotAllowed, match=r'"_a" is an invalid variable name .* \(and 1 more\)$'):
+        restricted.compile_candidate("x = _a\ny = _b\n", "<candidate>")
+
+
+# --- refused when the code runs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        ("import os", "import of module 'os' (allowed: collections, copy, datetime, functools, hashlib, heapq,"),
+        ("from . import x", "relative imports"),
+        ("import sys\nout = sys.modules", "sys.modules (allowed: byteorder,"),
+        ("from sys import modules", "sys.modules (allowed: byteorder,"),
+        ("import numpy\nnumpy.save('x', 1)", "numpy.save"),
+        ("import numpy as np\nnp.array([1]).tofile('x')", "the method `tofile` (it writes files)"),
+        ("import typing\ntyping.get_type_hints(len)", "typing.get_type_hints"),
+        ("out = 'a{}'.format(1)", "Using the format*() methods of `str` is not safe"),
+        ("import re\nout = re.enum", "module 'enum' (reached as re.enum)"),
+        ("out = getattr([], '__class__')", 'the attribute "__class__" (names starting with "_")'),
+        ("out = eval('1', {})", "eval with a namespace argument"),
+        ("out = eval(1)", "eval of anything but a string"),
+        ("out = eval('().__class__')", 'in eval: Line 1: "__class__" is an invalid attribute name'),
+    ],
+)
+def test_refused_when_it_runs(prelude: dict[str, Any], code: str, why: str) -> None:
+    with pytest.raises(restricted.NotAllowed) as caught:
+        run(prelude, code)
+    assert str(caught.value).startswith(f"{NOT_ALLOWED}: {why}")
+
+
+def test_a_withheld_builtin_is_a_name_error_the_policy_can_name(prelude: dict[str, Any]) -> None:
+    with pytest.raises(NameError, match="'open' is not defined"):
+        run(prelude, "out = open('x')")
+    assert restricted.refused_builtin("open") and restricted.refused_builtin("exec")
+    assert not restricted.refused_builtin("sum")  # widened
+    assert not restricted.refused_builtin("eval")  # replaced by the restricted eval
+    assert not restricted.refused_builtin("no_such_builtin")  # a plain NameError, not a refusal
+
+
+def test_module_attributes_are_guarded_on_modules_outside_the_allowed_set() -> None:
+    import os
+
+    with pytest.raises(restricted.NotAllowed, match="module 'os'"):
+        restricted.guarded_getattr(os, "getcwd")
+    assert restricted.guarded_getattr([], "missing", 7) == 7  # a default is honoured for public names
+    assert restricted.guarded_getattr("ab", "upper")() == "AB"
+
+
+def test_inplace_operators_are_complete() -> None:
+    assert set(restricted.INPLACE_NAMES.values()) == set(restricted.INPLACE)
+    assert restricted.inplacevar("//=", 7, 2) == 3 and restricted.inplacevar("^=", 6, 3) == 5
