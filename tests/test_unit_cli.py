@@ -137,8 +137,15 @@ def test_score_prints_pass_at_k_and_writes_the_verdicts(
         1: [gen.CandidateVerdict("timeout", "timed out after 3s"), gen.CandidateVerdict("failed", "boom")],
     }
 
-    def score(generations: list[list[str]], tasks: list[Any], limit_start: int, kind: str, limits: Limits, workers: int,
-              docker: Any = None) -> list[gen.TaskVerdicts]:  # fmt: skip
+    def score(
+        generations: list[list[str]],
+        tasks: list[Any],
+        limit_start: int,
+        kind: str,
+        limits: Limits,
+        workers: int,
+        docker: Any = None,
+    ) -> list[gen.TaskVerdicts]:
         asked.append((generations, limit_start, kind, limits.timeout_s, workers))
         return [gen.TaskVerdicts(tasks[limit_start + i].task_id, limit_start + i, answers[i]) for i in range(2)]
 
@@ -205,8 +212,14 @@ def test_score_of_a_results_file_rescores_it_and_lists_the_changed_verdicts(
     assert f"results: {out}" in err
     document = json.loads(out.read_text(encoding="utf-8"))
     assert document["summary"]["passed"] == 0 and len(document["tasks"]) == 10
-    assert document["config"]["rescored"]["verdicts_changed"] == ["Python/0", "Python/4", "Python/5", "Python/7",
-                                                                   "Python/8", "Python/9"]  # fmt: skip
+    assert document["config"]["rescored"]["verdicts_changed"] == [
+        "Python/0",
+        "Python/4",
+        "Python/5",
+        "Python/7",
+        "Python/8",
+        "Python/9",
+    ]
     assert document["config"]["rescored"]["executor"] == "stand-in"
     original = json.loads(LIMIT10.read_text(encoding="utf-8"))
     assert executor.codes and set(executor.codes) <= {t["final_code"] for t in original["tasks"]} | {

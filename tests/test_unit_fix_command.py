@@ -268,8 +268,9 @@ def outcome_of(fixed: bool, turns: int) -> Callable[[Any], Outcome]:
     def make(where: Any) -> Outcome:
         record, result = record_and_result(fixed, turns)
         user_file = next(iter(where.files.values()))
-        return Outcome(fixed, FIXED if fixed else None, "AssertionError: add(1, 2) == -1", result, record,
-                       ("add",), user_file)  # fmt: skip
+        return Outcome(
+            fixed, FIXED if fixed else None, "AssertionError: add(1, 2) == -1", result, record, ("add",), user_file
+        )
 
     return make
 
@@ -297,14 +298,31 @@ def test_run_fix_stops_when_the_tests_already_pass(
 
 
 def test_run_fix_prints_the_diff_writes_the_fix_and_the_trace(
-    built: Built, no_git: None, module: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    built: Built,
+    no_git: None,
+    module: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     seen: list[Any] = []
     monkeypatch.setattr(command, "find_fix", finding(outcome_of(True, 1), seen))
     trace = tmp_path / "t" / "trace.json"
-    args = fix_args("calc.py", "--tests", "assert True", "--function", "add", "--write", "--trace", str(trace),
-                    "--max-iters", "2", "--sandbox", "bwrap", "-v")  # fmt: skip
+    args = fix_args(
+        "calc.py",
+        "--tests",
+        "assert True",
+        "--function",
+        "add",
+        "--write",
+        "--trace",
+        str(trace),
+        "--max-iters",
+        "2",
+        "--sandbox",
+        "bwrap",
+        "-v",
+    )
     assert run_fix(args, PRESET) == EXIT_FIXED
     captured = capsys.readouterr()
     assert "-    return a - b\n+    return a + b\n" in captured.out and captured.out.startswith("--- a/")

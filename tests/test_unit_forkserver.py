@@ -193,8 +193,13 @@ class Script:
 
 def passes(request: dict[str, Any], out: int, result: int, sock: socket.socket) -> None:
     os.write(out, b"hello from the candidate\n")
-    os.write(result, json.dumps({"nonce": request["nonce"], "status": "passed", "message": "all tests passed",
-                                 "exec_s": 0.01}).encode() + b"\n")  # fmt: skip
+    os.write(
+        result,
+        json.dumps(
+            {"nonce": request["nonce"], "status": "passed", "message": "all tests passed", "exec_s": 0.01}
+        ).encode()
+        + b"\n",
+    )
     os.close(out)
     os.close(result)
     sock.sendall(frame({"nonce": request["nonce"], "started": 4242, "start_time": 1}))
@@ -223,8 +228,9 @@ def retiring(request: dict[str, Any], out: int, result: int, sock: socket.socket
 
 
 def dies(request: dict[str, Any], out: int, result: int, sock: socket.socket) -> None:
-    sock.sendall(frame({"nonce": request["nonce"], "started": 31337, "start_time": 9, "candidate": 31338,
-                        "candidate_start": 10}))  # fmt: skip
+    sock.sendall(
+        frame({"nonce": request["nonce"], "started": 31337, "start_time": 9, "candidate": 31338, "candidate_start": 10})
+    )
     os.write(out, b"partial output")
     os.close(out)
     os.close(result)
@@ -289,8 +295,12 @@ def test_runs_go_to_one_warm_server(tmp_path: Any) -> None:
     assert ex.warm and "warm fork server" in ex.isolation and ex.cgroups is None
     ok = ex.run("x = 1", "assert x == 1", "def helper(): pass")
     assert (ok.status, ok.message, ok.output, ok.exit_code, ok.exec_s) == (
-        "passed", "all tests passed", "hello from the candidate\n", 0, 0.01,
-    )  # fmt: skip
+        "passed",
+        "all tests passed",
+        "hello from the candidate\n",
+        0,
+        0.01,
+    )
     bad = ex.run("x = 2", "assert x == 1")
     assert (bad.status, bad.message, bad.exit_code) == ("failed", "assert 1 == 2", 1)
     assert ex.starts == 1

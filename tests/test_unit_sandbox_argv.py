@@ -271,7 +271,8 @@ def test_probe_says_why_a_level_does_not_work(fake_tools: dict[str, Any]) -> Non
     assert jail.probe("bwrap", FAKE_PY) == "bwrap failed: bwrap: No permissions to create new namespace"
     fake_tools["probe"] = ("", "", 1)
     assert jail.probe("unshare", FAKE_PY) == "unshare failed: exit status 1"
-    assert jail.probe("bwrap", FAKE_PY, (Path("/proc"),)).startswith("bwrap failed: cannot bind /proc")  # type: ignore[union-attr]
+    refused = jail.probe("bwrap", FAKE_PY, (Path("/proc"),))
+    assert refused is not None and refused.startswith("bwrap failed: cannot bind /proc")
     fake_tools["installed"] = set()
     assert jail.probe("unshare", FAKE_PY) == "unshare is not installed"
     assert jail.probe_env() == {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}

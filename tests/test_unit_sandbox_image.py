@@ -238,9 +238,13 @@ def docker_cli(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     small.add_bytes("/etc/passwd", PASSWD.encode())
     small.add_dir("/tmp")
     fake = SimpleNamespace(
-        Popen=FakePopen, run=run, PIPE=subprocess.PIPE, DEVNULL=subprocess.DEVNULL,
-        TimeoutExpired=subprocess.TimeoutExpired, SubprocessError=subprocess.SubprocessError,
-    )  # fmt: skip
+        Popen=FakePopen,
+        run=run,
+        PIPE=subprocess.PIPE,
+        DEVNULL=subprocess.DEVNULL,
+        TimeoutExpired=subprocess.TimeoutExpired,
+        SubprocessError=subprocess.SubprocessError,
+    )
     monkeypatch.setattr(image, "subprocess", fake)
     monkeypatch.setattr(image, "interpreter_tree", lambda python=None: small)
     state["tree"] = small
