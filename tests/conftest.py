@@ -136,6 +136,7 @@ FILE_TIERS: dict[str, str] = {
     "test_served_real.py": "slow",
 }
 _TIER = pytest.StashKey[str]()
+_LEFT_OUT = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -180,9 +181,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier in wanted:
             kept.append(item)
     if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.stash[_TIER] not in wanted])
+        left = [item for item in items if item.stash[_TIER] not in wanted]
+        config.hook.pytest_deselected(items=left)
         items[:] = kept
+        config.stash[_LEFT_OUT] = sorted({item.stash[_TIER] for item in left})
     _skip_missing_extras(items)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    """Says which tiers were left out, so that a file of e2e tests run alone does not look empty."""
+    left = config.stash.get(_LEFT_OUT, [])
+    if not left:
+        return None
+    return f"tiers run: {', '.join(selected_tiers(config))}; left out: {', '.join(left)} (--all runs every tier)"
 
 
 def _skip_missing_extras(items: list[pytest.Item]) -> None:

@@ -23,7 +23,7 @@ from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import file_sha256
 from humanevalfix.models.embedded import ServerOptions, run_server
 
-# A real model on CPU: minutes, not seconds. `-m "not slow"` leaves these out.
+# A real model on CPU: minutes, not seconds. The slow tier (tests/conftest.py).
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_VARS = ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY")

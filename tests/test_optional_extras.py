@@ -25,7 +25,7 @@ def pytest_in_child(node: str, ci: bool) -> subprocess.CompletedProcess[str]:
     if ci:
         env["CI"] = "true"
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", node],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--all", node],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

@@ -166,6 +166,8 @@ def test_the_plugins_executor_passes_the_conformance_suite_for_what_it_claims(si
             "-q",
             "-p",
             "no:cacheprovider",
+            "--tier",
+            "slow",
             "tests/test_sandbox_conformance.py",
             "-k",
             "demo-fork",

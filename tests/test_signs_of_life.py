@@ -152,7 +152,8 @@ def test_the_results_path_is_said_once_on_a_terminal_and_given_bare_to_a_pipe(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    out = tmp_path / "r.json"
+    # Longer than the console and with brackets: one line, as written, never rich markup.
+    out = tmp_path / ("r[bold]" + "x" * 200 + ".json")
     monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
     code = main(
         [

@@ -1,7 +1,7 @@
 """The package's shape, checked from its source with `ast`: the layers in the order of the flow, no
 import cycles (package `__init__`s included, between packages too), a stdlib-only sandbox child, a
-library that never imports the CLI, no private names taken across modules, no module over 400
-lines.
+library that never imports the CLI, no private names taken across modules, no module over
+450 lines (MAX_LINES).
 
 Every import counts, including those inside functions: a lazy import still ties two modules
 together, and inside the jail a lazily imported third-party module is just as missing.
@@ -22,7 +22,9 @@ import humanevalfix
 PACKAGE = "humanevalfix"
 ROOT = Path(humanevalfix.__file__).resolve().parent
 CHILD_DIR = ROOT / "sandbox" / "child"
-MAX_LINES = 400
+# 400 when lines ran to 160 characters; `ruff format` at 120 (a87e88a) made the same modules up to 15%
+# longer (plusgen.py 380 -> 438 lines): 450 is the same bound on the code, not a looser one.
+MAX_LINES = 450
 # Third-party imports a child file may make, and why. restricted.py *is* the restricted
 # executor, built on RestrictedPython; fix_driver.py runs the user's own pytest tests (`fix`), with
 # pytest imported inside the functions that need it and a plain-assert fallback without it.
@@ -284,8 +286,7 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     assert not bad, "private names imported across modules: " + "; ".join(bad)
 
 
-@pytest.mark.e2e
-def test_no_module_is_over_400_lines() -> None:
+def test_no_module_is_over_max_lines() -> None:
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in package_files().items()}
     over = sorted(f"{name} ({n} lines)" for name, n in sizes.items() if n > MAX_LINES)
     assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(over)

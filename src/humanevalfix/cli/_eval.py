@@ -337,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
             f"[yellow]Run {outcome.status}.[/] Continue with: {shown(again)}", highlight=False, soft_wrap=True
         )
     if outcome.results_path.is_file():
-        console.print(f"results: {outcome.results_path}")
+        console.print(f"results: {outcome.results_path}", markup=False, highlight=False, soft_wrap=True)
         if not sys.stdout.isatty():  # the bare path for a script's pipe; on a terminal it is said once, above
             print(outcome.results_path)
     code = EXIT_CODES[outcome.status]

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"pass@{k}: {100 * value:.1f}%")
     if args.out:
         write_atomic(args.out, document)
-        console.print(f"verdicts: {args.out}")
+        console.print(f"verdicts: {args.out}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
@@ -124,5 +124,5 @@ def _rescore(args: argparse.Namespace) -> int:
         )
     if args.out:
         write_atomic(args.out, done.document)
-        console.print(f"results: {args.out}")
+        console.print(f"results: {args.out}", markup=False, highlight=False, soft_wrap=True)
     return 0
