@@ -204,13 +204,14 @@ def test_serve_prints_the_base_url_answers_and_stops_on_ctrl_c() -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def test_two_tasks_end_to_end_on_the_embedded_model_with_no_key(tmp_path: Path, dataset_path: Path) -> None:
+def test_a_task_end_to_end_on_the_embedded_model_with_no_key(tmp_path: Path, dataset_path: Path) -> None:
     tag = uuid.uuid4().hex
     out = tmp_path / "local.json"
-    # One repair turn keeps this under two minutes on two busy cores; the pipeline is the same.
+    # One task and one repair turn: the pipeline is the same for a second task, which doubled the
+    # slowest test of the suite (6 min beside two other test workers) and proved nothing more.
     # No --dataset-path: the default source (offline in tests: the bundled copy, or HUMANEVALFIX_DATASET).
     done = subprocess.run(
-        [sys.executable, "eval_humanevalfix.py", "--limit", "2", "--max-iters", "1", "--out", str(out)],
+        [sys.executable, "eval_humanevalfix.py", "--limit", "1", "--max-iters", "1", "--out", str(out)],
         cwd=ROOT,
         env=clean_env(tag),
         capture_output=True,
@@ -226,7 +227,7 @@ def test_two_tasks_end_to_end_on_the_embedded_model_with_no_key(tmp_path: Path, 
     assert config["base_url"].startswith("http://127.0.0.1:")
     assert config["tool_mode"] == "text"
     records = results["tasks"]
-    assert [r["task_id"] for r in records] == ["Python/0", "Python/1"]
+    assert [r["task_id"] for r in records] == ["Python/0"]
     for record in records:
         assert record["error"] is None, record["error"]
         assert record["attempts"], record
