@@ -27,6 +27,7 @@ SETUP = (
 )
 RUN = "python eval_humanevalfix.py --limit 10"
 TESTS = "python -m pytest -q"
+TESTS_ALL = "python -m pytest -q --all"
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.S)
@@ -145,7 +146,7 @@ def test_readme_is_short():
     )
 
 
-@pytest.mark.parametrize("command", [SETUP, RUN, TESTS])
+@pytest.mark.parametrize("command", [SETUP, RUN, TESTS, TESTS_ALL])
 def test_readme_gives_the_commands(command: str):
     assert command in README.read_text(encoding="utf-8")
 
@@ -358,3 +359,19 @@ def test_some_documented_commands_are_checked_against_their_runs():
         "results/local-0.5b_repair.json",
         "results/local-1.5b_tests_repair.json",
     } <= outs
+
+
+def test_the_tiers_documented_are_the_tiers_declared():
+    """docs/testing.md's table is what tests/conftest.py declares, and CI runs every tier: the unit
+    tier with the README's command, the others by name."""
+    from .conftest import DEFAULT_TIERS, TIERS
+
+    table = "\n".join(
+        ["| tier | what its tests may do |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in TIERS.items()]
+    )
+    assert table in (DOCS / "testing.md").read_text(encoding="utf-8"), f"docs/testing.md should hold:\n{table}"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    others = [name for name in TIERS if name not in DEFAULT_TIERS]
+    assert any(
+        line.strip().startswith(TESTS) and all(f"--tier {name}" in line for name in others) for line in ci.splitlines()
+    ), f".ci/run does not run the tiers {others}"
