@@ -18,6 +18,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from humanevalfix.errors import ModelCallError
 from humanevalfix.models.catalog import PROVIDERS
 from humanevalfix.models.keys import KeyPool, Lease
+from humanevalfix.models.reasoning import reasoning_field, split_reply
 from humanevalfix.redaction import redact
 from humanevalfix.safetext import encodable, repaired
 
@@ -46,7 +47,8 @@ class ChatRequest:
 @dataclass(frozen=True)
 class Usage:
     prompt_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # the reasoning's tokens included, as the APIs count them
+    reasoning_tokens: int = 0  # completion_tokens_details.reasoning_tokens, where the server says
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ class ChatReply:
     # it held text with no UTF-8 form (lone surrogates, kept as U+FFFD).
     oversize: int = 0
     unencodable: bool = False
+    # The model's reasoning (models.reasoning): never code, never sent back; `content` is the answer
+    # that followed it. reasoning_unclosed: the reply ended inside its reasoning, with no answer.
+    reasoning: str = ""
+    reasoning_unclosed: bool = False
 
 
 class ChatModel(Protocol):
@@ -335,19 +341,42 @@ class OpenAIChatModel:
             for i, tc in enumerate(message.tool_calls or [])
             if getattr(tc, "function", None) is not None
         ]
-        content, calls, oversize, unencodable = bounded(message.content or "", calls, self.retry.max_reply_chars)
+        split = split_reply(message.content or "", reasoning_field(message))
+        content, calls, oversize, unencodable = bounded(split.answer, calls, self.retry.max_reply_chars)
         usage = getattr(response, "usage", None)
         return ChatReply(
             content=content,
             tool_calls=calls,
             oversize=oversize,
             unencodable=unencodable,
-            usage=Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0),
+            usage=usage_of(usage),
+            reasoning=kept_reasoning(split.reasoning, self.retry.max_reply_chars),
+            reasoning_unclosed=split.unclosed,
             key_index=served[-1] if served else None,
             latency_s=round(time.monotonic() - start, 3),
             http_attempts=len(served),
             finish_reason=getattr(choice, "finish_reason", None),
         )
+
+
+def usage_of(usage: Any) -> Usage:
+    """The reply's token counts; a count that is not a non-negative integer reads as 0."""
+
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        count(getattr(usage, "prompt_tokens", 0)),
+        count(getattr(usage, "completion_tokens", 0)),
+        count(getattr(details, "reasoning_tokens", 0)),
+    )
+
+
+def kept_reasoning(reasoning: str, cap: int) -> str:
+    """The reasoning as a trace may keep it: its head up to `cap` characters, with a UTF-8 form."""
+    head = reasoning[:cap]
+    return head if encodable(head) else repaired(head)
 
 
 def bounded(content: str, calls: list[ToolCall], cap: int) -> tuple[str, list[ToolCall], int, bool]:
