@@ -104,6 +104,55 @@ def test_a_dead_base_url_stops_the_run_after_its_first_task(tmp_path: Path, tiny
     assert all(t["error_kind"] == "connection" for t in data["tasks"])
 
 
+NO_MODEL = "The model `nosuch` does not exist or you do not have access to it."
+NO_PARAMETER = "Unsupported parameter: 'max_tokens' is not supported with this model."
+
+
+def refusal(status: int, message: str, code: str) -> Response:
+    """An error as OpenAI and vLLM word it: the code names what was wrong with the request."""
+    return Response(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "code"),
+    [(404, NO_MODEL, "model_not_found"), (400, NO_PARAMETER, "unsupported_parameter")],
+    ids=["wrong model", "refused parameter"],
+)
+def test_a_request_refused_as_wrong_on_the_first_call_stops_the_run_quoting_the_server(
+    tmp_path: Path, tiny_dataset: Path, status: int, message: str, code: str
+) -> None:
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    with ScriptedServer(lambda rec: refusal(status, message, code)) as server:
+        proc = run_cli(cli_args(server.base_url, tiny_dataset, out, "--limit", "3"), cwd=tmp_path)
+        calls = len(server.chat_requests())
+    stderr = assert_clean(proc, 4)
+    assert time.monotonic() - started < 30 and calls <= 3  # not a round of calls per task
+    [line] = [ln for ln in stderr.splitlines() if "run stopped: the server refused the request" in ln]
+    assert message in line and f"HTTP {status}" in line
+    data = results_of(out)
+    assert data["status"] == "aborted" and [t["error_kind"] for t in data["tasks"]] == ["request"]
+
+
+def test_a_request_refused_after_replies_stays_that_tasks_error(
+    tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
+) -> None:
+    good = canonical_for(tiny_tasks)
+    out = tmp_path / "r.json"
+
+    def later_refusal(rec: Recorded) -> Response:
+        if entry_point_of(rec) == "truncate_number":
+            return refusal(400, NO_PARAMETER, "unsupported_parameter")
+        return good(rec)
+
+    with ScriptedServer(later_refusal) as server:
+        proc = run_cli(cli_args(server.base_url, tiny_dataset, out, "--limit", "3"), cwd=tmp_path)
+    assert_clean(proc, 3)
+    data = results_of(out)
+    assert data["status"] == "complete_with_errors"
+    assert [t["error_kind"] for t in data["tasks"]] == [None, "request", None]
+
+
 # --- one task fails: the run finishes, says so, and the printed command repairs it -------------
 
 

@@ -4,7 +4,8 @@ A bogus key, every key rejected or a dead `--base-url` used to make each of 164 
 half a minute and the run end with a normal-looking table and exit 0. A run now stops at once when
 the first task that reached the model ends in an authentication or connection failure before any
 reply came back, when every key has been rejected, or when several tasks in a row fail to connect
-(a server that died mid-run), or when every server has run out of time on several requests in a
+(a server that died mid-run), or when the first task's request is refused as wrong (HTTP 404, or a 400
+naming the model or a parameter: every task would be), or when every server has run out of time on several requests in a
 row (one that accepts the connection and then sends nothing would otherwise cost retries × the
 request timeout per task: hours for a whole run). Anything else (a timeout, a 500 on one task) stays that task's
 infrastructure error: a later task may well succeed, and --resume reruns it.
@@ -29,6 +30,9 @@ class EndpointHealth:
         """The reason to stop the run after `record`, or None to go on."""
         if record.iterations > 0:
             self.replied = True
+        if record.error and record.error_kind == "request" and not self.replied:
+            # A wrong model, parameter or route fails every task alike: stop before more calls.
+            return f"the server refused the request ({record.task_id}: {record.error})"
         if not record.error or record.error_kind not in FATAL_KINDS:
             if record.iterations > 0 or not record.error:
                 self.fatal_in_a_row = 0

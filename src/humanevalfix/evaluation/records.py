@@ -50,7 +50,7 @@ class TaskRecord:
     scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # infrastructure failure (API, executor), kept apart from model failures
-    error_kind: str | None = None  # auth | connection | timeout | executor | other: what a run may conclude from it
+    error_kind: str | None = None  # auth | connection | timeout | request | executor | other: what a run concludes
     sample: int = 0  # which of --samples n
     buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
     # What the model was not shown because the server's context was too small (agent._fit)

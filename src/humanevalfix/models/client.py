@@ -151,6 +151,18 @@ _CONTEXT_WORDS = (
     "context window",
     "n_ctx",
 )
+# How a server says the request itself is wrong, whatever the prompt: the model, a parameter or the
+# route (OpenAI's error codes, vLLM's and Ollama's words). A 404 always is.
+_REQUEST_WORDS = (
+    "model_not_found",
+    "does not exist",
+    "not found",
+    "unknown model",
+    "invalid model",
+    "unsupported_parameter",
+    "unsupported_value",
+    "not supported",
+)
 DEAD_SERVER_COOL_DOWN_S = 30.0  # one of several servers refusing connections: the others serve meanwhile
 
 
@@ -162,6 +174,8 @@ def kind_of(exc: BaseException) -> str:
         return "context_exceeded"
     if status in (401, 403):
         return "auth"
+    if status == 404 or (status == 400 and any(word in text for word in _REQUEST_WORDS)):
+        return "request"
     if status is None and is_timeout_or_connection(exc):
         return "timeout" if "timeout" in type(exc).__name__.lower() else "connection"
     return "other"
