@@ -12,8 +12,8 @@ from openai.types.chat import ChatCompletionMessage
 
 from humanevalfix.agent import AgentSettings, ToolMode
 from humanevalfix.evaluation.dataset import Task
-from humanevalfix.models.client import Usage, kept_reasoning, usage_of
-from humanevalfix.models.reasoning import reasoning_field, split_reply
+from humanevalfix.models.client import Usage, usage_of
+from humanevalfix.models.reasoning import kept_reasoning, reasoning_field, split_reply
 from humanevalfix.testing.scripted_server import ScriptedServer, completion
 
 from .conftest import CountingExecutor

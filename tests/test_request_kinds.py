@@ -23,7 +23,7 @@ class HTTPError(Exception):
         (404, "Not Found", "request"),
         (400, "Error code: 400 - {'code': 'model_not_found'}", "request"),
         (400, "Unsupported parameter: 'max_tokens' is not supported with this model.", "request"),
-        (400, "Unsupported value: 'temperature' does not support 0.0 ('unsupported_value')", "request"),
+        (400, "Unsupported value: 'temperature' does not support 0.0 with this model.", "request"),
         (400, "This model's maximum context length is 8192 tokens", "context_exceeded"),
         (400, "messages[1]: malformed", "other"),
         (401, "Incorrect API key provided", "auth"),

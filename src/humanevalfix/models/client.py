@@ -18,7 +18,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from humanevalfix.errors import ModelCallError
 from humanevalfix.models.catalog import PROVIDERS
 from humanevalfix.models.keys import KeyPool, Lease
-from humanevalfix.models.reasoning import reasoning_field, split_reply
+from humanevalfix.models.parameters import REFUSED, ParameterRules, adapted, parameters, rules_for
+from humanevalfix.models.reasoning import kept_reasoning, reasoning_field, split_reply
 from humanevalfix.redaction import redact
 from humanevalfix.safetext import encodable, repaired
 
@@ -122,6 +123,10 @@ class _KeyRejected(Exception):
     """401/403 on one key: dropped, and the call is tried again with another."""
 
 
+class _Adapted(Exception):
+    """A 400 refusing a parameter by name: the rules were adapted (models.parameters), try again."""
+
+
 class _MalformedReply(Exception):
     """A 200 whose body is no chat completion (no choices, a choice without a message, an error
     object, HTML): a server fault like a 503, so retried, never an exception out of the run."""
@@ -132,7 +137,7 @@ _UNREADABLE = {"JSONDecodeError", "APIResponseValidationError"}
 
 
 def is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, (_KeyRejected, _MalformedReply)):
+    if isinstance(exc, (_KeyRejected, _MalformedReply, _Adapted)):
         return True
     if {cls.__name__ for cls in type(exc).__mro__} & _UNREADABLE:
         return True
@@ -153,16 +158,8 @@ _CONTEXT_WORDS = (
 )
 # How a server says the request itself is wrong, whatever the prompt: the model, a parameter or the
 # route (OpenAI's error codes, vLLM's and Ollama's words). A 404 always is.
-_REQUEST_WORDS = (
-    "model_not_found",
-    "does not exist",
-    "not found",
-    "unknown model",
-    "invalid model",
-    "unsupported_parameter",
-    "unsupported_value",
-    "not supported",
-)
+_REQUEST_WORDS: tuple[str, ...] = ("model_not_found", "does not exist", "not found", "unknown model", "invalid model")
+_REQUEST_WORDS += REFUSED
 DEAD_SERVER_COOL_DOWN_S = 30.0  # one of several servers refusing connections: the others serve meanwhile
 
 
@@ -208,6 +205,7 @@ class OpenAIChatModel:
         self._clients: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._stalls: dict[str | None, int] = {}  # per server: requests in a row that ran out of time
+        self.rules = rules_for(model)  # the parameters it takes; adapted once to a refusal by name
 
     def _client(self, lease: Lease) -> Any:
         with self._lock:
@@ -237,11 +235,11 @@ class OpenAIChatModel:
     def _once(self, request: ChatRequest, served: list[int]) -> Any:
         lease = self.keys.acquire()
         served.append(lease.index)
+        rules = self.rules
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": request.messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
+            **parameters(rules, request.temperature, request.max_tokens),
         }
         if request.tools:
             kwargs["tools"] = request.tools
@@ -253,6 +251,8 @@ class OpenAIChatModel:
             if kind_of(exc) == "timeout":
                 self._stalled(lease)
             status = status_of(exc)
+            if status == 400 and self._adapt(rules, str(exc)):
+                raise _Adapted(describe(exc)) from exc
             if status == 429:
                 self.keys.cool_down(lease.index, retry_after_s(exc) or self.retry.initial_s)
             elif status in (401, 403):
@@ -267,6 +267,19 @@ class OpenAIChatModel:
         with self._lock:
             self._stalls[lease.base_url] = 0
         return response
+
+    def _adapt(self, sent: ParameterRules, refusal: str) -> bool:
+        """True when the refusal names a parameter that `sent` can do without: the rules change once
+        for the whole run (or already did, in a call that ran beside this one), said in one line."""
+        with self._lock:
+            if self.rules != sent:
+                return True
+            rules = adapted(sent, refusal)
+            if rules is None:
+                return False
+            self.rules = rules
+        log.warning("%s refused a parameter: sending %s from now on", self.model, rules.describe())
+        return True
 
     def _with_deadline(self, create: Any, kwargs: dict[str, Any]) -> Any:
         """`create(**kwargs)`, or ReplyTimeout once timeout_s has passed without the whole reply.
@@ -385,12 +398,6 @@ def usage_of(usage: Any) -> Usage:
         count(getattr(usage, "completion_tokens", 0)),
         count(getattr(details, "reasoning_tokens", 0)),
     )
-
-
-def kept_reasoning(reasoning: str, cap: int) -> str:
-    """The reasoning as a trace may keep it: its head up to `cap` characters, with a UTF-8 form."""
-    head = reasoning[:cap]
-    return head if encodable(head) else repaired(head)
 
 
 def bounded(content: str, calls: list[ToolCall], cap: int) -> tuple[str, list[ToolCall], int, bool]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from humanevalfix.safetext import encodable, repaired
+
 OPEN = "<think>"
 CLOSE = "</think>"
 _BLOCK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -56,3 +58,9 @@ def reasoning_field(message: object) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def kept_reasoning(reasoning: str, cap: int) -> str:
+    """The reasoning as a trace may keep it: its head up to `cap` characters, with a UTF-8 form."""
+    head = reasoning[:cap]
+    return head if encodable(head) else repaired(head)
