@@ -97,6 +97,19 @@ def scripted(probe: Response) -> Any:
     return answer
 
 
+def test_a_server_listing_several_models_says_which_it_took_and_how_many_there_were(
+    tmp_path: Path, dataset_path: Path
+) -> None:
+    adapters = ("scripted-model-lora-a", "scripted-model-lora-b")
+    with ScriptedServer(lambda rec: fenced(FIX), also_lists=adapters) as server:
+        proc, results = eval_against(server, tmp_path, dataset_path, "--text-tools")
+        [request] = server.chat_requests()
+    assert request.body["model"] == "scripted-model"
+    [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("server: ")]
+    assert "serves scripted-model (the first of the 3 models it lists; --model picks another)" in line
+    assert "the first of the 3 models" in results["config"]["preset_reason"]
+
+
 @pytest.mark.parametrize(
     ("probe", "native", "reason"),
     [

@@ -127,19 +127,21 @@ def choose(
     sampling and tool protocol that make it comparable. `explicit` names the fields given as
     options. A model given by --model that no local preset names stays as it was."""
     base_url = first_url(preset)
-    model = preset.model
+    model, among = preset.model, ""
     if not model:
         listed = listed_models(base_url, key or PLACEHOLDER_KEY)
         if not listed:
             raise ConfigError(f"--base-url {base_url}: the server lists no model; pass --model")
         model = listed[0]
+        if len(listed) > 1:  # LoRA adapters, several Ollama models: say which one, and that there is a choice
+            among = f" (the first of the {len(listed)} models it lists; --model picks another)"
     local = local_preset_for(model, presets)
     if local is not None:
         lent = {f: getattr(local, f) for f in LENT if f not in explicit}
         chosen = replace(preset, model=model, name=local.name, **lent)
         sampling = ", ".join(f"{f} {_shown(getattr(chosen, f))}" for f in ("temperatures", "max_tokens", "seed"))
         reason = (
-            f"{base_url} serves {model}, the model of preset '{local.name}': its sampling ({sampling}) so that "
+            f"{base_url} serves {model}{among}, the model of preset '{local.name}': its sampling ({sampling}) so that "
             "runs compare"
         )
         text_why = "--text-tools" if "native_tools" in explicit else f"preset '{local.name}' uses the text protocol"
@@ -147,7 +149,7 @@ def choose(
     if preset.model:
         return ServedChoice(preset, "", None if preset.native_tools else "--text-tools")
     chosen = replace(preset, model=model, name=model)
-    reason = f"{base_url} serves {model}; no preset names it: generic sampling"
+    reason = f"{base_url} serves {model}{among}; no preset names it: generic sampling"
     if "native_tools" in explicit:
         return ServedChoice(chosen, reason, None if chosen.native_tools else "--text-tools")
     return ServedChoice(chosen, reason, None, probe=True)

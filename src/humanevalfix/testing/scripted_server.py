@@ -121,11 +121,16 @@ class ScriptedServer:
     """Start with `with ScriptedServer(handler_or_responses) as server:`; use `server.base_url`."""
 
     def __init__(
-        self, script: Handler | Iterable[Response], latency_s: float = 0.0, model: str = "scripted-model"
+        self,
+        script: Handler | Iterable[Response],
+        latency_s: float = 0.0,
+        model: str = "scripted-model",
+        also_lists: tuple[str, ...] = (),  # more models its /models lists after `model` (LoRA adapters)
     ) -> None:
         self.requests: list[Recorded] = []
         self.latency_s = latency_s
         self.model = model
+        self.also_lists = also_lists
         self._lock = threading.Lock()
         if callable(script):
             self._handler: Handler = script
@@ -196,7 +201,10 @@ class ScriptedServer:
                             200,
                             {
                                 "object": "list",
-                                "data": [{"id": server.model, "object": "model", "owned_by": "scripted"}],
+                                "data": [
+                                    {"id": name, "object": "model", "owned_by": "scripted"}
+                                    for name in (server.model, *server.also_lists)
+                                ],
                             },
                         )
                     )
