@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -114,7 +115,7 @@ TIERS = {
 }
 DEFAULT_TIERS = ("unit",)
 # Whole files by tier. A test elsewhere joins a tier with @pytest.mark.e2e or @pytest.mark.slow; any
-# other test is a unit test, and the unit tier is checked, not trusted (_unit_tests_stay_in_process).
+# other test is a unit test, and the unit tier is checked, not trusted (pytest_runtest_protocol below).
 FILE_TIERS: dict[str, str] = {
     "test_agent.py": "e2e",
     "test_bench_executor.py": "e2e",
@@ -174,14 +175,12 @@ def tier_of(item: pytest.Item) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = selected_tiers(config)
     kept: list[pytest.Item] = []
+    left: list[pytest.Item] = []
     for item in items:
-        tier = tier_of(item)
-        item.stash[_TIER] = tier
+        tier = item.stash[_TIER] = tier_of(item)
         item.add_marker(tier)
-        if tier in wanted:
-            kept.append(item)
-    if len(kept) != len(items):
-        left = [item for item in items if item.stash[_TIER] not in wanted]
+        (kept if tier in wanted else left).append(item)
+    if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
         config.stash[_LEFT_OUT] = sorted({item.stash[_TIER] for item in left})
@@ -231,8 +230,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     on a socket (a server) fails at once, naming the rule."""
     if item.stash.get(_TIER, "unit") != "unit" and not os.environ.get("HEFIX_TIER_PROBE"):
         return (yield)
-    import socket
-
     tried = item.stash.setdefault(_TRIED, [])
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess.Popen, "__init__", _refuse("start a process", tried))

@@ -13,7 +13,7 @@ from openai.types.chat import ChatCompletionMessage
 from humanevalfix.agent import AgentSettings, ToolMode
 from humanevalfix.evaluation.dataset import Task
 from humanevalfix.models.client import Usage, usage_of
-from humanevalfix.models.reasoning import kept_reasoning, reasoning_field, split_reply
+from humanevalfix.models.reasoning import reasoning_field, split_reply
 from humanevalfix.testing.scripted_server import ScriptedServer, completion
 
 from .conftest import CountingExecutor
@@ -75,12 +75,6 @@ def test_reasoning_tokens_are_read_and_odd_counts_read_as_zero() -> None:
     assert usage_of(Counted()) == Usage(10, 320, 300)
     assert usage_of(Odd()) == Usage(0, 0, 0)
     assert usage_of(None) == Usage()
-
-
-def test_kept_reasoning_is_capped_and_encodable() -> None:
-    assert kept_reasoning("x" * 50, 10) == "x" * 10
-    kept = kept_reasoning("a\udc80b", 10)
-    assert kept.startswith("a") and kept.endswith("b") and "\ufffd" in kept and kept.encode("utf-8")
 
 
 # --- the repair loop against a server that answers as reasoning models do ---------------------

@@ -4,11 +4,12 @@ A bogus key, every key rejected or a dead `--base-url` used to make each of 164 
 half a minute and the run end with a normal-looking table and exit 0. A run now stops at once when
 the first task that reached the model ends in an authentication or connection failure before any
 reply came back, when every key has been rejected, or when several tasks in a row fail to connect
-(a server that died mid-run), or when the first task's request is refused as wrong (HTTP 404, or a 400
-naming the model or a parameter: every task would be), or when every server has run out of time on several requests in a
-row (one that accepts the connection and then sends nothing would otherwise cost retries × the
-request timeout per task: hours for a whole run). Anything else (a timeout, a 500 on one task) stays that task's
-infrastructure error: a later task may well succeed, and --resume reruns it.
+(a server that died mid-run), or when the first task's request is refused as wrong (HTTP 404, or a
+400 naming the model or a parameter: every task would be), or when every server has run out of time
+on several requests in a row (one that accepts the connection and then sends nothing would
+otherwise cost retries × the request timeout per task: hours for a whole run). Anything else (a
+timeout, a 500 on one task) stays that task's infrastructure error: a later task may well succeed,
+and --resume reruns it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from humanevalfix.errors import ModelCallError
 from humanevalfix.models.catalog import PROVIDERS
 from humanevalfix.models.keys import KeyPool, Lease
 from humanevalfix.models.parameters import REFUSED, ParameterRules, adapted, parameters, rules_for
-from humanevalfix.models.reasoning import kept_reasoning, reasoning_field, split_reply
+from humanevalfix.models.reasoning import reasoning_field, split_reply
 from humanevalfix.redaction import redact
 from humanevalfix.safetext import encodable, repaired
 
@@ -66,10 +66,6 @@ class ChatReply:
     # it held text with no UTF-8 form (lone surrogates, kept as U+FFFD).
     oversize: int = 0
     unencodable: bool = False
-    # The model's reasoning (models.reasoning): never code, never sent back; `content` is the answer
-    # that followed it. reasoning_unclosed: the reply ended inside its reasoning, with no answer.
-    reasoning: str = ""
-    reasoning_unclosed: bool = False
 
 
 class ChatModel(Protocol):
@@ -158,8 +154,7 @@ _CONTEXT_WORDS = (
 )
 # How a server says the request itself is wrong, whatever the prompt: the model, a parameter or the
 # route (OpenAI's error codes, vLLM's and Ollama's words). A 404 always is.
-_REQUEST_WORDS: tuple[str, ...] = ("model_not_found", "does not exist", "not found", "unknown model", "invalid model")
-_REQUEST_WORDS += REFUSED
+_REQUEST_WORDS = ("model_not_found", "does not exist", "not found", "unknown model", "invalid model", *REFUSED)
 DEAD_SERVER_COOL_DOWN_S = 30.0  # one of several servers refusing connections: the others serve meanwhile
 
 
@@ -368,8 +363,10 @@ class OpenAIChatModel:
             for i, tc in enumerate(message.tool_calls or [])
             if getattr(tc, "function", None) is not None
         ]
-        split = split_reply(message.content or "", reasoning_field(message))
-        content, calls, oversize, unencodable = bounded(split.answer, calls, self.retry.max_reply_chars)
+        # Code is taken only from the answer after the reasoning (models.reasoning); the reasoning itself
+        # is neither kept nor sent back.
+        answer = split_reply(message.content or "", reasoning_field(message)).answer
+        content, calls, oversize, unencodable = bounded(answer, calls, self.retry.max_reply_chars)
         usage = getattr(response, "usage", None)
         return ChatReply(
             content=content,
@@ -377,8 +374,6 @@ class OpenAIChatModel:
             oversize=oversize,
             unencodable=unencodable,
             usage=usage_of(usage),
-            reasoning=kept_reasoning(split.reasoning, self.retry.max_reply_chars),
-            reasoning_unclosed=split.unclosed,
             key_index=served[-1] if served else None,
             latency_s=round(time.monotonic() - start, 3),
             http_attempts=len(served),

@@ -21,8 +21,8 @@ REFUSED: tuple[str, ...] = (
     "unsupported parameter",
     "unsupported value",
     "not supported",
+    "does not support",
 )
-REFUSED += ("does not support",)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from humanevalfix.safetext import encodable, repaired
-
 OPEN = "<think>"
 CLOSE = "</think>"
 _BLOCK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -27,7 +25,7 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 @dataclass(frozen=True)
 class Split:
     answer: str  # what the model answered: the only text code is taken from
-    reasoning: str  # its reasoning, kept for the trace and never sent back
+    reasoning: str  # its reasoning: never code, never sent back
     unclosed: bool = False  # the reply ended inside its reasoning (cut at its limit): no answer
 
 
@@ -58,9 +56,3 @@ def reasoning_field(message: object) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def kept_reasoning(reasoning: str, cap: int) -> str:
-    """The reasoning as a trace may keep it: its head up to `cap` characters, with a UTF-8 form."""
-    head = reasoning[:cap]
-    return head if encodable(head) else repaired(head)
