@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import pytest
 
 from humanevalfix.config import RunConfig
 from humanevalfix.evaluation.dataset import DATASET_ENV, OFFLINE_ENVS, Task, bundled_path, load_file
+from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.models.presets import Preset
 from humanevalfix.sandbox.executor import ExecResult, Limits, SubprocessExecutor
 from humanevalfix.testing.scripted_server import Recorded, ScriptedServer
@@ -249,6 +250,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         report.longrepr = f"TierViolation: the code under test tried to {tried[0]} (and caught the refusal)"
     return report
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """Two connected Unix stream sockets (no listening socket: the unit tier may use them), closed after."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def task_record(task_id: str, **fields: Any) -> TaskRecord:
+    """A TaskRecord with nothing in it but `fields`: for tests of what reads records."""
+    base: dict[str, Any] = dict(
+        entry_point="f",
+        bug_type="",
+        failure_symptoms="",
+        iterations=0,
+        executions=0,
+        stop_reason="budget",
+        tool_mode="text",
+        first_code=None,
+        final_code=None,
+        score_message="",
+        tokens_in=0,
+        tokens_out=0,
+        model_latency_s=0.0,
+        wall_s=0.0,
+    )
+    return TaskRecord(task_id=task_id, **{**base, **fields})
 
 
 @pytest.fixture(scope="session")

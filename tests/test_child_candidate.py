@@ -17,7 +17,6 @@ import signal
 import socket
 import threading
 import types
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -79,14 +78,6 @@ def signals(monkeypatch: pytest.MonkeyPatch) -> Signals:
     monkeypatch.setattr(candidate, "os", types.SimpleNamespace(_exit=_exit))
     monkeypatch.setattr(candidate, "signal", fake)
     return fake
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    yield a, b
-    a.close()
-    b.close()
 
 
 def make(sock: socket.socket, mode: str = "python", procs: Procs | None = None) -> Any:

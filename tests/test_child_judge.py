@@ -27,6 +27,8 @@ import pytest
 
 from humanevalfix.sandbox.child import candidate, execution, judge, plaindata
 
+from .test_failure_messages import HAS_CLOSE, HAS_CLOSE_TEST
+
 WORKDIR = "/nonexistent-hefix-workdir"  # the candidate's procs.enter is faked: never entered
 
 
@@ -148,30 +150,7 @@ LOADED_F = {"ok": True, "defined": {"f": "call"}}
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TEST = "def check(add):\n    assert add(1, 2) == 3\n    assert add(-1, 1) == 0\n\ncheck(add)\n"
 
-# From the dataset (Python/0), as in tests/test_failure_messages.py.
-HAS_CLOSE = """from typing import List
-
-
-def has_close_elements(numbers: List[float], threshold: float) -> bool:
-    for idx, elem in enumerate(numbers):
-        for idx2, elem2 in enumerate(numbers):
-            if idx != idx2:
-                distance = elem - elem2
-                if distance < threshold:
-                    return True
-
-    return False
-"""
-HAS_CLOSE_TEST = """
-
-
-
-def check(has_close_elements):
-    assert has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True
-    assert has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.05) == False
-    assert has_close_elements([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) == True
-
-check(has_close_elements)"""
+# From the dataset (Python/0): the same pair as tests/test_failure_messages.py's.
 
 
 # --- verdicts with the real candidate loop at the other end ---------------------------------------

@@ -176,14 +176,6 @@ def made_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[socket.socket
         sock.close()
 
 
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    yield a, b
-    a.close()
-    b.close()
-
-
 def harness_send(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
     """The harness's request: the framing server.recv_request reads, with its two fds on the head."""
     data = json.dumps(request).encode()

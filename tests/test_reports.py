@@ -25,7 +25,7 @@ from humanevalfix.reports.visualize import write_reports
 from humanevalfix.testing.oracle import scripted_repairs
 from humanevalfix.testing.scripted_server import ScriptedServer, tool_call
 
-from .conftest import KEYS_ENV, TINY_TASK_IDS, clean_env, entry_point_of, results_of, run_cli
+from .conftest import KEYS_ENV, TINY_TASK_IDS, clean_env, entry_point_of, results_of, run_cli, task_record
 
 PRICE_IN, PRICE_OUT = 2.5, 10.0
 # The scripted model fixes the first task at once, the second on turn 1, never the third.
@@ -329,27 +329,13 @@ def test_another_base_url_drops_the_presets_prices() -> None:
 
 
 def test_the_error_list_shows_the_first_ten_then_a_count() -> None:
-    from humanevalfix.evaluation.records import TaskRecord
     from humanevalfix.reports.summary import error_lines
 
     def record(i: int, error: str | None) -> TaskRecord:
-        return TaskRecord(
-            task_id=f"Python/{i}",
-            entry_point="f",
-            bug_type="",
-            failure_symptoms="",
+        return task_record(
+            f"Python/{i}",
             scores={"verdict": {"passed": False, "passed_first": False}},
-            iterations=0,
-            executions=0,
             stop_reason="error" if error else "budget",
-            tool_mode="text",
-            first_code=None,
-            final_code=None,
-            score_message="",
-            tokens_in=0,
-            tokens_out=0,
-            model_latency_s=0.0,
-            wall_s=0.0,
             error=error,
         )
 

@@ -10,6 +10,8 @@ from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.models.client import kind_of
 
+from .conftest import task_record
+
 
 class HTTPError(Exception):
     def __init__(self, status_code: int, text: str) -> None:
@@ -35,22 +37,10 @@ def test_the_kind_of_a_refusal(status: int, text: str, kind: str) -> None:
 
 
 def record(task_id: str, error_kind: str | None, iterations: int) -> TaskRecord:
-    return TaskRecord(
-        task_id=task_id,
-        entry_point="f",
-        bug_type="",
-        failure_symptoms="",
+    return task_record(
+        task_id,
         iterations=iterations,
-        executions=0,
         stop_reason="error" if error_kind else "passed",
-        tool_mode="native",
-        first_code=None,
-        final_code=None,
-        score_message="",
-        tokens_in=0,
-        tokens_out=0,
-        model_latency_s=0.0,
-        wall_s=0.0,
         error="HTTP 404: The model `nosuch` does not exist." if error_kind else None,
         error_kind=error_kind,
     )

@@ -17,7 +17,7 @@ import signal
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,14 +55,6 @@ class FakeProc:
 
 def make_server(sock: socket.socket, base: str | None = None, group: Any = None) -> Server:
     return Server(FakeProc(), sock, tempfile.TemporaryFile(), base, group=group)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    yield a, b
-    a.close()
-    b.close()
 
 
 # ---------------------------------------------------------------- Server: framing and reading
