@@ -429,11 +429,19 @@ def test_each_server_runs_in_its_own_group_removed_with_it_and_a_dead_runs_lefto
     straggler = subprocess.Popen(leftover.wrap(["sleep", "60"]))
     live = plan.create()
     try:
-        time.sleep(0.2)
-        try:
-            assert str(straggler.pid) in (leftover.dirs[0] / "cgroup.procs").read_text().split()
-        except FileNotFoundError:
-            pass  # another harness's detection (a parallel test worker) came first: the same rule at work
+        # The straggler's shell writes itself into the group as its first step; on a loaded machine that
+        # can take longer than any fixed sleep, so wait for it (or for another harness's detection, a
+        # parallel test worker's, to have come first: killed and removed, the same rule at work).
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                joined = str(straggler.pid) in (leftover.dirs[0] / "cgroup.procs").read_text().split()
+            except FileNotFoundError:
+                break
+            if joined or straggler.poll() is not None:
+                break
+            assert time.monotonic() < deadline, "the straggler never joined its group"
+            time.sleep(0.05)
         cgroup.detect(64, None)
         assert straggler.wait(timeout=10) == -signal.SIGKILL
         assert not leftover.dirs[0].exists() and all(d.is_dir() for d in live.dirs)
