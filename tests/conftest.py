@@ -156,6 +156,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, what in TIERS.items():
         config.addinivalue_line("markers", f"{name}: the {name} tier, {what}")
+    # matplotlib builds its font cache on its first import in a fresh environment, asking fontconfig
+    # (`fc-list`, a process): done here, before any test, not inside the first unit test that draws.
+    import matplotlib.font_manager  # noqa: F401
 
 
 def selected_tiers(config: pytest.Config) -> tuple[str, ...]:

@@ -20,10 +20,12 @@ from humanevalfix.models.client import (
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_RETRY_ATTEMPTS,
     DEFAULT_STALLS_IN_A_ROW,
+    REASONING_REQUEST_TIMEOUT_S,
     RetryPolicy,
 )
 from humanevalfix.models.embedded import DEFAULT_PROMPT_LOOKUP, ServerOptions
 from humanevalfix.models.presets import resolve
+from humanevalfix.models.providers import HOSTED_WORKERS, SERVED_WORKERS
 from humanevalfix.runspec import RunSpec
 from humanevalfix.sandbox.docker import DockerSettings
 from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, Limits
@@ -40,7 +42,8 @@ OPTIONS: dict[str, tuple[Any, str | None]] = {
     "--samples": (DEFAULT_SAMPLES, None),
     "--runtime-values": (DEFAULT_RUNTIME_VALUES, f"(default {DEFAULT_RUNTIME_VALUES})"),
     "--retries": (DEFAULT_RETRY_ATTEMPTS, f"(default {DEFAULT_RETRY_ATTEMPTS})"),
-    "--request-timeout": (DEFAULT_REQUEST_TIMEOUT_S, f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})"),
+    # None: by model, the reasoning models' longer (test_the_defaults_that_depend_on_the_endpoint)
+    "--request-timeout": (None, f"(default {DEFAULT_REQUEST_TIMEOUT_S:g};"),
     "--max-field-size": (DEFAULT_MAX_FIELD, f"(default {size_text(DEFAULT_MAX_FIELD)})"),
     "--max-reply-size": (DEFAULT_MAX_REPLY_CHARS, f"(default {size_text(DEFAULT_MAX_REPLY_CHARS)})"),
 }
@@ -61,6 +64,9 @@ def test_each_option_defaults_to_its_constant_and_its_help_says_so(option: str) 
     found = [(command, action) for command, action in _actions() if option in action.option_strings]
     assert found, f"no command has {option}"
     for command, action in found:
+        if (command, option) == ("eval", "--workers"):  # by endpoint (test_the_defaults_that_depend_on_the_endpoint)
+            assert action.default is None and "by endpoint" in (action.help or ""), action.help
+            continue
         assert action.default == default, (command, option, action.default)
         assert shown is None or shown in (action.help or ""), (command, option, action.help)
 
@@ -142,3 +148,26 @@ def test_a_size_is_shown_in_the_largest_whole_unit() -> None:
         "100",
         "0",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "workers", "timeout"),
+    [
+        (["eval"], 1, DEFAULT_REQUEST_TIMEOUT_S),  # no key here: the embedded model, one request at a time
+        (["eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"], SERVED_WORKERS, DEFAULT_REQUEST_TIMEOUT_S),
+        (["eval", "--model", "gpt-4o-mini"], HOSTED_WORKERS, DEFAULT_REQUEST_TIMEOUT_S),
+        (["eval", "--model", "o3-mini"], HOSTED_WORKERS, REASONING_REQUEST_TIMEOUT_S),
+        (["eval", "--model", "gpt-5-mini", "--workers", "2", "--request-timeout", "30"], 2, 30.0),
+    ],
+)
+def test_the_defaults_that_depend_on_the_endpoint(
+    argv: list[str], workers: int, timeout: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HUMANEVALFIX_SANDBOX", "OPENAI_API_KEY", "OPENAI_BASE_URL", "TOGETHER_API_KEY", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    made = config_from_args(build_parser().parse_args(argv))
+    assert (made.workers, made.request_timeout_s) == (workers, timeout)
+    explicit = "--workers" in argv
+    assert (made.workers_reason is None) == explicit
+    if not explicit:
+        assert made.workers_reason == f"the default for provider {made.preset.provider}; --workers sets it"

@@ -8,7 +8,7 @@ import pytest
 
 from humanevalfix.evaluation.health import EndpointHealth
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.models.client import kind_of
+from humanevalfix.models.failures import kind_of
 
 from .conftest import task_record
 

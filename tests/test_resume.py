@@ -72,6 +72,8 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
             str(dataset_path),
             "--max-iters",
             "1",
+            "--workers",
+            "1",  # one at a time, slowly: still going when interrupted (the default here would be 4)
         ]
         proc = subprocess.Popen(
             [sys.executable, str(CLI), *common, "--limit", str(TASK_COUNT), "--out", str(out)],
@@ -291,3 +293,36 @@ def test_resume_refuses_another_prompt_lookup_since_it_can_flip_a_greedy_near_ti
     stored = public(10).to_dict()
     del stored["embedded_server"]  # a stream from before it was recorded: it cannot say
     resume.check(from_dict(stored), public(0), tmp_path / "r.jsonl")
+
+
+def test_resume_compares_the_reasoning_options_and_an_older_run_set_neither(tmp_path: Path, dataset_path: Path) -> None:
+    """--reasoning-effort and --thinking are result-affecting; a run from before they were recorded
+    sent neither, so it resumes without them and refuses them."""
+    from dataclasses import replace
+
+    from humanevalfix.config import run_spec
+    from humanevalfix.evaluation import resume
+    from humanevalfix.models.presets import resolve
+    from humanevalfix.runspec import RunSpec, from_dict
+
+    def spec(effort: str | None = None, thinking: str | None = None) -> RunSpec:
+        preset = replace(resolve("o3-mini", provider="openai"), reasoning_effort=effort, thinking=thinking)
+        config = RunConfig(preset=preset, dataset_path=dataset_path)
+        return run_spec(
+            config, dataset_source="s", dataset_sha256="abc", task_ids=["Python/0"], executor_name="p", isolation="n"
+        )
+
+    stored = spec().to_dict()
+    assert (stored["sampling"]["reasoning_effort"], stored["sampling"]["thinking"]) == (None, None)
+    for key in ("reasoning_effort", "thinking"):
+        del stored["sampling"][key]  # a stream written before they were recorded
+    older = from_dict(stored)
+    assert (older.model.reasoning_effort, older.model.thinking) == (None, None) and not older.unrecorded
+    resume.check(older, spec(), tmp_path / "r.jsonl")
+    with pytest.raises(
+        UserError, match=r"option --thinking differs from the interrupted run \(not set there, 'off' now\)"
+    ):
+        resume.check(older, spec(thinking="off"), tmp_path / "r.jsonl")
+    with pytest.raises(UserError, match=r"option --reasoning-effort differs .*\('low' there, 'high' now\)"):
+        resume.check(spec("low"), spec("high"), tmp_path / "r.jsonl")
+    resume.check(spec("high", "on"), spec("high", "on"), tmp_path / "r.jsonl")

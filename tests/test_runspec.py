@@ -47,6 +47,8 @@ ADDED_BY_MIGRATION = {
     "engine",
     "samples",
     "sampling.seed",
+    "sampling.reasoning_effort",
+    "sampling.thinking",
     "embedded_server.exact_lookup",
     "redraws",
     "redraw_turns",

@@ -68,6 +68,8 @@ def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_p
         "temperatures": list(LOCAL.temperatures),
         "max_tokens": LOCAL.max_tokens,
         "seed": LOCAL.seed,
+        "reasoning_effort": None,
+        "thinking": None,
     }
     assert config["preset"]["name"] == "local" and config["native_tools"] is False
     assert "the model of preset 'local'" in config["preset_reason"]
@@ -84,7 +86,13 @@ def test_options_given_explicitly_win_over_the_lent_preset(tmp_path: Path, datas
             server, tmp_path, dataset_path, "--temperatures", "0.1", "--max-tokens", "200", "--seed", "none"
         )
         [request] = server.chat_requests()
-    assert results["config"]["sampling"] == {"temperatures": [0.1], "max_tokens": 200, "seed": None}
+    assert results["config"]["sampling"] == {
+        "temperatures": [0.1],
+        "max_tokens": 200,
+        "seed": None,
+        "reasoning_effort": None,
+        "thinking": None,
+    }
     assert request.body["max_tokens"] == 200 and "seed" not in request.body
 
 
@@ -182,3 +190,28 @@ def test_bad_input_spends_no_probe(tmp_path: Path, dataset_path: Path) -> None:
         calls = server.chat_requests()
     assert proc.returncode == 2 and "--out /proc/x.json" in proc.stderr
     assert calls == []
+
+
+def test_thinking_off_sends_the_switch_and_the_run_records_it(tmp_path: Path, dataset_path: Path) -> None:
+    """`eval --thinking off`: each request carries chat_template_kwargs and the /no_think switch,
+    the results' run spec records it, and the summary says it."""
+    out = tmp_path / "run" / "r.json"
+    with ScriptedServer(lambda rec: fenced(FIX)) as server:
+        argv = ["--base-url", server.base_url, "--model", "Qwen/Qwen3-8B", "--thinking", "off", "--max-iters", "0"]
+        proc = run_cli(
+            [*argv, "--limit", "1", "--dataset-path", str(dataset_path), "--sandbox", "process", "--out", str(out)],
+            cwd=tmp_path,
+            env=clean_env(),
+        )
+        requests = server.chat_requests()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [request] = [r for r in requests if not is_probe(r)]
+    assert request.body["chat_template_kwargs"] == {"enable_thinking": False}
+    last_user = [m for m in request.body["messages"] if m["role"] == "user"][-1]
+    assert last_user["content"].endswith("\n\n/no_think")
+    assert "reasoning_effort" not in request.body
+    config = results_of(out)["config"]
+    assert (config["sampling"]["thinking"], config["sampling"]["reasoning_effort"]) == ("off", None)
+    assert config["preset"]["thinking"] == "off"
+    assert [ln for ln in proc.stderr.splitlines() if "│ thinking " in ln and "│ off " in ln]  # the summary's row
+    assert "reasoning effort" not in proc.stderr  # not set: not said

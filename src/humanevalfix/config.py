@@ -150,6 +150,7 @@ class RunConfig:
     protocol: str = DEFAULT_PROTOCOL  # what the model sees and run_code tests against (agent.protocols)
     engine: str = DEFAULT_ENGINE  # who walks the repair steps (agent.engines); the results do not depend on it
     workers: int = DEFAULT_WORKERS
+    workers_reason: str | None = None  # why this many when --workers did not say (the provider's default)
     samples: int = DEFAULT_SAMPLES
     sandbox: str = DEFAULT_SANDBOX  # after sandbox_choice: what `auto` means here may be set by HUMANEVALFIX_SANDBOX
     docker: DockerSettings = DockerSettings()  # --sandbox docker only
@@ -224,6 +225,7 @@ def run_spec(
             engine=config.engine,
             samples=config.samples,
             workers=config.workers,
+            workers_reason=config.workers_reason,
             redraws=config.redraws,
             redraw_turns=config.redraw_turns,
             strategies=config.strategies,

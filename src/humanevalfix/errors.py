@@ -21,7 +21,11 @@ class ModelCallError(Exception):
     An infrastructure failure: the task is recorded with an `error`, apart from model failures;
     except `kind == "context_exceeded"`, the model's own limit, which ends the repair like a budget.
     `kind` also lets a run stop at once when the endpoint cannot work at all ("auth", "connection").
+    NOT_SENT: the call never went out because the run was stopping (models.gate): the task is
+    interrupted, not failed, and runs again on --resume.
     """
+
+    NOT_SENT = "not_sent"
 
     def __init__(self, message: str, kind: str = "other") -> None:
         super().__init__(message)

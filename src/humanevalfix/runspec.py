@@ -85,8 +85,14 @@ class ModelSpec:
     max_tokens: int = _f("sampling.max_tokens", True, 0, "--max-tokens")
     # The base of each request's seed (agent._settings.request_seed); runs from before seeds sent none.
     seed: int | None = _f("sampling.seed", True, None, "--seed", legacy=None)
+    # Reasoning models (models.parameters): sent only when set; runs from before them set neither.
+    reasoning_effort: str | None = _f("sampling.reasoning_effort", True, None, "--reasoning-effort", legacy=None)
+    thinking: str | None = _f("sampling.thinking", True, None, "--thinking", legacy=None)
     native_tools: bool = _f("native_tools", True, True, "--text-tools")  # False: the tool described in the prompt
     embedded_server: EmbeddedServerSpec | None = _f("embedded_server", True, None)  # provider local only
+    # Known at the end of a run: the parameters sent after any adaptation to a refusal by name
+    # (models.parameters); None: the standard ones, or a run from before it was recorded.
+    request_parameters: str | None = _f("request_parameters", False, None)
 
     @classmethod
     def of(
@@ -102,6 +108,8 @@ class ModelSpec:
             temperatures=tuple(preset.temperatures),
             max_tokens=preset.max_tokens,
             seed=preset.seed,
+            reasoning_effort=preset.reasoning_effort,
+            thinking=preset.thinking,
             native_tools=preset.native_tools,
             embedded_server=embedded if preset.provider == LOCAL else None,
         )
@@ -132,6 +140,7 @@ class AgentSpec:
     engine: str = _f("engine", True, DEFAULT_ENGINE, "--engine", legacy=DEFAULT_ENGINE)
     samples: int = _f("samples", True, DEFAULT_SAMPLES, "--samples", legacy=1)  # legacy: one, before the option
     workers: int = _f("workers", False, DEFAULT_WORKERS)
+    workers_reason: str | None = _f("workers_reason", False, None)  # the provider's default, when no option set it
     # A turn's replies drawn again, and what the feedback shows of a failing call: both change what
     # the model sees (agent._settings); runs before them had neither.
     redraws: int = _f("redraws", True, 0, "--redraws", legacy=0)

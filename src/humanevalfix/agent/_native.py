@@ -18,7 +18,8 @@ from humanevalfix.agent._settings import AgentSettings, ToolMode
 from humanevalfix.agent._text import TextConversation
 from humanevalfix.agent.toolcalls import ParsedCall
 from humanevalfix.errors import ModelCallError
-from humanevalfix.models.client import ChatReply, ChatRequest, is_tools_rejected
+from humanevalfix.models.client import ChatReply, ChatRequest
+from humanevalfix.models.failures import is_tools_rejected
 
 
 class NativeConversation:

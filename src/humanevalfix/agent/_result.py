@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+_ONLY_WHEN_SET = ("rewritten_from", "tokens_reasoning")  # left out of a recorded attempt when None or 0
+
 
 @dataclass
 class Attempt:
@@ -16,7 +18,8 @@ class Attempt:
     code: str | None = None  # the candidate as run (None when there was none)
     feedback: str = ""  # what the model was told
     tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_out: int = 0  # the reasoning's included, as the APIs count them
+    tokens_reasoning: int = 0  # of tokens_out: the reasoning's, where the server says
     latency_s: float = 0.0
     exec_s: float = 0.0
     key_index: int | None = None
@@ -42,15 +45,18 @@ class AgentResult:
     tool_mode: str = "native"
     # What was left out of the requests to fit the server's context (agent._fit), in order.
     context_trims: list[str] = field(default_factory=list)
+    # Each reply's reasoning, for the trace only (models.reasoning): {"turn", "text", "unclosed"}.
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def iterations(self) -> int:
         return len(self.attempts)
 
     def attempts_dicts(self) -> list[dict[str, Any]]:
-        """As recorded: `rewritten_from` only where a turn asked the last resort instead, so the
-        records of runs without --rewrite-now read as before."""
-        return [{k: v for k, v in asdict(a).items() if k != "rewritten_from" or v is not None} for a in self.attempts]
+        """As recorded: `rewritten_from` only where a turn asked the last resort instead, and
+        `tokens_reasoning` only where there were some, so the records of runs without --rewrite-now
+        or a reasoning model read as before."""
+        return [{k: v for k, v in asdict(a).items() if k not in _ONLY_WHEN_SET or v} for a in self.attempts]
 
     def repeats_since(self, turn: int) -> int:
         """Candidates sent again (not run again) from `turn` on: each raises the temperature."""

@@ -137,6 +137,9 @@ class RepairRun:
         try:
             self.reply = self.model.chat(self.sent)
         except ModelCallError as exc:
+            if exc.kind == ModelCallError.NOT_SENT:  # the run stopped before this call went out (models.gate)
+                result.stop_reason = "interrupted"
+                return "interrupted"
             if sender.retry_in_text(exc, self.mode):
                 result.tool_mode = self.mode.name
                 return "retry"  # the same turn again, as text; no attempt was spent
@@ -166,6 +169,8 @@ class RepairRun:
         sender, reply, result = self.conversation, self._reply(), self.result
         assert self.sent is not None
         call = self.call = first_usable(extract_calls(reply.content, reply.tool_calls, self.request.target.function))
+        if reply.reasoning or reply.reasoning_unclosed:
+            result.reasoning.append({"turn": self.turn, "text": reply.reasoning, "unclosed": reply.reasoning_unclosed})
         wasted = self._wasted(call, reply)
         if wasted is not None and len(self.redrawn) < self.settings.redraws and self._may_redraw():
             self.redrawn.append((wasted, reply))
@@ -264,13 +269,16 @@ class RepairRun:
     def no_code(self) -> str:
         attempt, result = self._current(), self.result
         self.on_attempt(attempt)
-        if self.conversation.stops_without_call(result):
+        # A reply cut inside its reasoning is no answer, even from a native model that stops when it answers.
+        if not self._reply().reasoning_unclosed and self.conversation.stops_without_call(result):
             result.stop_reason = "stopped_calling"
             return "stopped_calling"
         if self.turn >= self.settings.budget:
             result.stop_reason = "budget"
             return "budget"
-        attempt.feedback = prompts.no_code_text(self.request.target, self.conversation.text_protocol)
+        attempt.feedback = prompts.no_code_text(
+            self.request.target, self.conversation.text_protocol, self._reply().reasoning_unclosed
+        )
         self._record(Exchange(self._reply().content or "", attempt.feedback), stuck=True)
         return self._next_turn()
 
@@ -345,6 +353,7 @@ def _attempt(turn: int, temperature: float, reply: ChatReply, call: ParsedCall |
         via=call.via if call else None,
         tokens_in=reply.usage.prompt_tokens,
         tokens_out=reply.usage.completion_tokens,
+        tokens_reasoning=reply.usage.reasoning_tokens,
         latency_s=reply.latency_s,
         key_index=reply.key_index,
         http_attempts=reply.http_attempts,
@@ -358,6 +367,7 @@ def _count_redrawn(attempt: Attempt, redrawn: list[tuple[str, ChatReply]]) -> No
     for _, reply in redrawn:
         attempt.tokens_in += reply.usage.prompt_tokens
         attempt.tokens_out += reply.usage.completion_tokens
+        attempt.tokens_reasoning += reply.usage.reasoning_tokens
         attempt.latency_s = round(attempt.latency_s + reply.latency_s, 3)
         attempt.http_attempts += reply.http_attempts
 

@@ -250,11 +250,18 @@ def repeat_text(previous_result: str = "") -> str:
     return text + (f"\nIt failed with:\n{previous_result}" if previous_result else "")
 
 
-def no_code_text(target: Target, text_protocol: bool = False) -> str:
+def no_code_text(target: Target, text_protocol: bool = False, unclosed: bool = False) -> str:
+    """`unclosed`: the reply ended inside its reasoning, at the token limit (models.reasoning)."""
     wanted = f"the complete fixed function `{target.name}`" if target.function else _answer(target)
+    found = (
+        "Your reply ended inside your reasoning (the token limit was reached), so it had no answer and no "
+        "code. Think less and answer sooner."
+        if unclosed
+        else "I found no code in your reply."
+    )
     if text_protocol:
-        return f"I found no code in your reply. Reply with {wanted} in one ```python block."
-    return f"I found no code in your reply. Call run_code with {wanted}."
+        return f"{found} Reply with {wanted} in one ```python block."
+    return f"{found} Call run_code with {wanted}."
 
 
 # The model's faults that the client made harmless (models.client.bounded): said plainly, then the

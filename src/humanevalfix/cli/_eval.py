@@ -28,12 +28,11 @@ from humanevalfix.cli._options import (
 from humanevalfix.config import RunConfig, size_text
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import DEFAULT_MAX_FIELD, resolve_path
-from humanevalfix.models.catalog import LOCAL
-from humanevalfix.models.client import DEFAULT_MAX_REPLY_CHARS
+from humanevalfix.models.catalog import LOCAL, PROVIDERS
+from humanevalfix.models.client import DEFAULT_MAX_REPLY_CHARS, request_timeout_for
 from humanevalfix.models.embedded import DEFAULT_PROMPT_LOOKUP, EXACT_MAX_DRAFT, ServerOptions, with_lookup
 from humanevalfix.models.presets import load_presets
 from humanevalfix.safetext import shown
-from humanevalfix.sandbox.pool import DEFAULT_WORKERS
 
 HELP = "run the benchmark (the default command)"
 
@@ -140,7 +139,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g = p.add_argument_group("run")
     g.add_argument(
-        "--workers", type=positive_int, default=DEFAULT_WORKERS, help=f"tasks in parallel (default {DEFAULT_WORKERS})"
+        "--workers",
+        type=positive_int,
+        help="tasks in parallel (default: by endpoint, "
+        + ", ".join(f"{name} {spec.workers}" for name, spec in PROVIDERS.items() if spec.selectable)
+        + ")",
     )
     g.add_argument(
         "--out",
@@ -283,7 +286,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
-        workers=args.workers,
+        workers=args.workers or PROVIDERS.require(preset.provider).workers,
+        workers_reason=None if args.workers else f"the default for provider {preset.provider}; --workers sets it",
         samples=args.samples,
         sandbox=sandbox,
         docker=docker,
@@ -294,7 +298,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         verbose=args.verbose,
         debug=args.debug,
         retry_attempts=args.retries,
-        request_timeout_s=args.request_timeout,
+        request_timeout_s=request_timeout_for(preset.model, args.request_timeout),
         gguf=args.gguf,
         visualize=args.visualize,
         prompt_lookup=lookup.prompt_lookup,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import urllib.parse
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -14,8 +17,14 @@ from humanevalfix.agent.engines import DEFAULT_ENGINE, ENGINES
 from humanevalfix.config import DOCKER_ENV, SANDBOX_ENV, docker_settings, sandbox_choice, size_text
 from humanevalfix.envfiles import EnvFiles, key_line
 from humanevalfix.errors import ConfigError
-from humanevalfix.models.catalog import COMPATIBLE, selectable_providers
-from humanevalfix.models.client import DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRY_ATTEMPTS, DEFAULT_STALLS_IN_A_ROW
+from humanevalfix.models.catalog import COMPATIBLE, LOCAL, OPENAI, ORACLE, selectable_providers
+from humanevalfix.models.client import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    DEFAULT_RETRY_ATTEMPTS,
+    DEFAULT_STALLS_IN_A_ROW,
+    REASONING_REQUEST_TIMEOUT_S,
+)
+from humanevalfix.models.parameters import EFFORTS, THINKING
 from humanevalfix.models.presets import Preset, load_presets, parse_seed, parse_temperatures, resolve
 from humanevalfix.models.served import ServedChoice, choose, first_key
 from humanevalfix.sandbox.docker import DockerSettings
@@ -114,6 +123,20 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         "repeat; none sends no seed (default: the preset's: 0 for the embedded model, none for others)",
     )
     g.add_argument(
+        "--reasoning-effort",
+        choices=EFFORTS,
+        help="reasoning models: sent as reasoning_effort (OpenAI's o1, o3, o4-mini, gpt-5, and any server given "
+        "it; one that refuses it is sent none, said once); default: not sent, the model's own. The embedded "
+        "model's llama.cpp server and the oracle take none: ignored there",
+    )
+    g.add_argument(
+        "--thinking",
+        choices=THINKING,
+        help="hybrid thinking models (Qwen3 and alike): sent as chat_template_kwargs enable_thinking (vLLM, SGLang) "
+        "and as the /think or /no_think switch at the end of the last user message (read on any server, Ollama "
+        "and the embedded model's too); default: not set, the model's own",
+    )
+    g.add_argument(
         "--text-tools",
         action="store_true",
         help="describe the tool in the prompt and parse calls from text (for servers without tool calling)",
@@ -157,9 +180,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--request-timeout",
         type=positive_float,
-        default=DEFAULT_REQUEST_TIMEOUT_S,
-        help=f"seconds for the whole reply of each request (default {DEFAULT_REQUEST_TIMEOUT_S:g}); a server out of "
-        f"time on {DEFAULT_STALLS_IN_A_ROW} requests in a row stops the run",
+        help=f"seconds for the whole reply of each request (default {DEFAULT_REQUEST_TIMEOUT_S:g}; "
+        f"{REASONING_REQUEST_TIMEOUT_S:g} for a reasoning model: o1, o3, o4-mini, gpt-5); a server out of time on "
+        f"{DEFAULT_STALLS_IN_A_ROW} requests in a row stops the run",
     )
 
 
@@ -244,6 +267,16 @@ def served_from_args(args: argparse.Namespace) -> ServedChoice:
     to it (models.served: the embedded preset's sampling for the embedded model; without --model,
     a tool-call probe otherwise, which the run makes after its input checks), said in one line."""
     presets = load_presets(args.models_file) if args.models_file else load_presets()
+    sdk_url = sdk_base_url(args, presets)
+    if sdk_url is not None:
+        args.base_url = sdk_url
+        args.api_key_env = args.api_key_env or SDK_KEY_ENV
+        Console(stderr=True).print(
+            f"{SDK_URL_ENV}={sdk_url}: used as --base-url (key: {args.api_key_env})",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
     preset = _resolved(args, presets)
     if not args.base_url or preset.provider != COMPATIBLE or args.model in presets:
         return ServedChoice(preset, "", None)
@@ -253,8 +286,33 @@ def served_from_args(args: argparse.Namespace) -> ServedChoice:
     return choice
 
 
+# The OpenAI SDK's own variables: a user who points the SDK at a server this way expects the run to
+# go there as with --base-url (its model list probed, its URL recorded), not by accident through the
+# SDK's default with the gpt-4o-mini preset. OpenAI's own URL is the SDK's default: nothing to do.
+SDK_URL_ENV, SDK_KEY_ENV = "OPENAI_BASE_URL", "OPENAI_API_KEY"
+_OPENAI_URL = "https://api.openai.com/v1"
+
+
+def sdk_base_url(
+    args: argparse.Namespace, presets: dict[str, Preset], environ: Mapping[str, str] | None = None
+) -> str | None:
+    """OPENAI_BASE_URL, checked, where it decides the server: no --base-url, and a run that would go
+    through the openai SDK (no --provider or an OpenAI-compatible one; no preset of another provider)."""
+    text = (os.environ if environ is None else environ).get(SDK_URL_ENV, "").strip()
+    if not text or args.base_url or args.provider not in (None, OPENAI, COMPATIBLE):
+        return None
+    model = args.model or ""
+    if model.startswith(f"{ORACLE}:") or (model in presets and presets[model].provider not in (OPENAI, COMPATIBLE)):
+        return None
+    try:
+        url = base_urls(text)
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"{SDK_URL_ENV}: {exc}") from None
+    return None if url.rstrip("/") == _OPENAI_URL else url
+
+
 def _resolved(args: argparse.Namespace, presets: dict[str, Preset]) -> Preset:
-    return resolve(
+    preset = resolve(
         args.model,
         provider=args.provider,
         base_url=args.base_url,
@@ -263,7 +321,34 @@ def _resolved(args: argparse.Namespace, presets: dict[str, Preset]) -> Preset:
         max_tokens=args.max_tokens,
         native_tools=False if args.text_tools else None,
         seed=parse_seed(args.seed) if args.seed is not None else ...,
+        reasoning_effort=getattr(args, "reasoning_effort", None),
+        thinking=getattr(args, "thinking", None),
         presets=presets,
+    )
+    return _without_ignored(preset)
+
+
+def _without_ignored(preset: Preset) -> Preset:
+    """A reasoning setting that nothing receives (--reasoning-effort with the embedded model, whose
+    llama.cpp server takes none, or either with the oracle, which sends no request): said in one
+    line and left out, so that the results never record a setting the model did not get."""
+    effort = preset.reasoning_effort is not None and preset.provider in (LOCAL, ORACLE)
+    thinking = preset.thinking is not None and preset.provider == ORACLE
+    if not (effort or thinking):
+        return preset
+    names = " and ".join(
+        name for name, dropped in (("--reasoning-effort", effort), ("--thinking", thinking)) if dropped
+    )
+    why = (
+        "the embedded model's llama.cpp server takes none"
+        if preset.provider == LOCAL
+        else "the oracle sends no request"
+    )
+    Console(stderr=True).print(f"note: {names} ignored: {why}", highlight=False, soft_wrap=True, markup=False)
+    return replace(
+        preset,
+        reasoning_effort=None if effort else preset.reasoning_effort,
+        thinking=None if thinking else preset.thinking,
     )
 
 

@@ -42,7 +42,7 @@ class TaskRecord:
     final_code: str | None
     score_message: str  # the final candidate's verdict message (the test's own failure)
     tokens_in: int
-    tokens_out: int
+    tokens_out: int  # the reasoning's included, as the APIs count them
     model_latency_s: float
     wall_s: float
     # Each registered scorer's entry by its name (evaluation/scores.py): the verdict ("verdict":
@@ -55,6 +55,7 @@ class TaskRecord:
     buggy_code: str = ""  # the task's buggy code, so reports can diff the fix without the dataset
     # What the model was not shown because the server's context was too small (agent._fit)
     context_trims: list[str] = field(default_factory=list)
+    tokens_reasoning: int = 0  # of tokens_out: the reasoning's, where the server says (0 for older runs)
 
     @property
     def passed(self) -> bool:
@@ -191,6 +192,7 @@ def agent_fields(result: AgentResult) -> dict[str, Any]:
         final_code=result.final_code,
         tokens_in=sum(a.tokens_in for a in attempts),
         tokens_out=sum(a.tokens_out for a in attempts),
+        tokens_reasoning=sum(a.tokens_reasoning for a in attempts),
         model_latency_s=round(sum(a.latency_s for a in attempts), 3),
         attempts=result.attempts_dicts(),
         context_trims=list(result.context_trims),

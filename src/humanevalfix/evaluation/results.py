@@ -46,6 +46,7 @@ class Summary:
     redrawn: int = 0
     # API keys (or servers) dropped for the run: index, the key masked, server, the reason (redacted)
     dropped_keys: list[dict[str, Any]] = field(default_factory=list)
+    tokens_reasoning: int = 0  # of tokens_out (and so in cost_usd): the reasoning's, where the server said
 
     def to_dict(self) -> dict[str, Any]:
         """With the flat fields that held the built-in scores before the map (`passed_plus`,
@@ -61,6 +62,12 @@ class Summary:
         if unknown:  # as the constructor said when it was given the stored dict as it is
             raise TypeError(f"unexpected summary field(s): {', '.join(unknown)}")
         return cls(**{**{k: v for k, v in raw.items() if k in names}, "scores": scoring.migrated_summary(raw)})
+
+
+def tokens_text(tokens_in: int, tokens_out: int, reasoning: int = 0) -> str:
+    """`1,200 / 3,400`, and `(2,900 of them reasoning)` when the server counted some."""
+    text = f"{tokens_in:,} / {tokens_out:,}"
+    return text + (f" ({reasoning:,} of them reasoning)" if reasoning else "")
 
 
 def estimate_cost(tokens_in: int, tokens_out: int, price_in: float | None, price_out: float | None) -> float | None:
@@ -92,6 +99,7 @@ def summarize(
         samples=max((n for n, _ in counts_by_task((r.task_id, r.passed) for r in records).values()), default=1),
         pass_at_k_first=pass_at_ks((r.task_id, r.passed_first) for r in records),
         pass_at_k_final=pass_at_ks((r.task_id, r.passed) for r in records),
+        tokens_reasoning=sum(r.tokens_reasoning for r in records),
         turns=turn_outcomes(records),
         redrawn=sum(len(a.get("redrawn") or ()) for r in records for a in r.attempts),
         scores=scores,

@@ -57,6 +57,8 @@ def _shown(key: str, value: object) -> str:
     """A stored value as the option takes it."""
     if key == "strategies" and value is None:
         return "all of them"  # what runs before --strategies used; --strategies fix,explain,rewrite
+    if key in ("sampling.reasoning_effort", "sampling.thinking") and value is None:
+        return "not set"  # nothing sent: the model's own (and all that runs before the options sent)
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return repr(value)

@@ -37,7 +37,9 @@ from humanevalfix.evaluation.validate import refuse_bad_rows
 from humanevalfix.models import served
 from humanevalfix.models.client import ChatModel, RetryPolicy
 from humanevalfix.models.embedded import ServerOptions, with_lookup
+from humanevalfix.models.gate import FirstReplyGate
 from humanevalfix.models.keys import KeyPool
+from humanevalfix.models.parameters import ParameterRules
 from humanevalfix.models.providers import open_endpoint, preload_sdk
 from humanevalfix.redaction import redact_data
 from humanevalfix.runspec import RunSpec, from_dict
@@ -284,11 +286,13 @@ def _execute(
     keys: KeyPool | None = None,
 ) -> RunOutcome:
     done: dict[tuple[str, int], TaskRecord] = {r.key: r for r in old_records if not r.error}
+    stop = threading.Event()
+    if config.workers > 1:  # one request until the endpoint has answered once (models.gate)
+        model = FirstReplyGate(model, stop)
     jobs = [(t, s) for t in tasks for s in range(config.samples) if (t.task_id, s) not in done]
     if old_records:
         console.print(f"Resuming: {len(done)} finished task runs kept, {len(jobs)} to run.")
     resumed = len(done)
-    stop = threading.Event()
     started = time.monotonic()
     health = EndpointHealth()
 
@@ -361,10 +365,16 @@ def _execute(
     records = sorted(done.values(), key=lambda r: order.get(r.key, 1 << 30))
     wall = time.monotonic() - started + prior_wall
     spec = replace(spec, agent=replace(spec.agent, tool_mode=mode.name, tool_mode_reason=mode.reason))
+    rules = getattr(model, "rules", None)  # an API model's parameters, as adapted (models.parameters)
+    if isinstance(rules, ParameterRules) and rules != ParameterRules():
+        spec = replace(spec, model=replace(spec.model, request_parameters=rules.describe()))
     summary = summarize(records, wall, preset.price_in, preset.price_out)
     if keys is not None and keys.dropped():
         summary = replace(summary, dropped_keys=keys.dropped())
-    if len(records) == total:
+    # Every task recorded is complete, unless the run was stopped for a cause that holds for all of
+    # them (a rejected key, a refused request): with several workers, the tasks in flight when it
+    # was seen may all end in the same error, and the run is still the stopped one (exit 4).
+    if len(records) == total and status != "aborted":
         status = "complete_with_errors" if summary.errors else "complete"
     document = results_document(spec.to_dict(), summary, records, status)
     try:

@@ -34,6 +34,8 @@ def write_trace(directory: Path, record: TaskRecord, result: AgentResult) -> Non
         "attempts": record.attempts,
         "messages": result.messages,
     }
+    if result.reasoning:  # the model's reasoning by turn: kept here, never sent back nor scored
+        trace["reasoning"] = result.reasoning
     path = directory / trace_name(record.task_id, record.sample)
     remove_leftovers(path)  # what a killed write of this trace left
     write_atomic(path, trace)

@@ -33,7 +33,7 @@ from humanevalfix.fixer.toolmodel import WorkspaceModel
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
 from humanevalfix.fixer.workspace import Workspace
-from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy
+from humanevalfix.models.client import ChatModel, ChatReply, ChatRequest, RetryPolicy, request_timeout_for
 from humanevalfix.models.oracle import Answer
 from humanevalfix.models.presets import Preset
 from humanevalfix.models.providers import open_endpoint
@@ -254,7 +254,7 @@ def find_fix(
     log = TurnLog(console, executor, baseline)
     # An oracle model answers by the request's id: oracle:buggy gives the file as it is.
     answers = {first.display: Answer(buggy=first.source)}
-    retry = RetryPolicy(attempts=args.retries, timeout_s=args.request_timeout)
+    retry = RetryPolicy(attempts=args.retries, timeout_s=request_timeout_for(preset.model, args.request_timeout))
     start = time.monotonic()
     results: list[AgentResult] = []
     scopes: list[str] = []

@@ -37,6 +37,9 @@ class ProviderSpec:
     selectable: bool = True  # offered by --provider (an oracle is chosen by --model instead)
     priced: bool = True  # False: no per-token price (the model runs here)
     keyless_note: str | None = None  # said at the run's start instead of a key, for a provider with none
+    # Tasks in flight by default (eval --workers): an endpoint serving many requests at once (a hosted
+    # API, a served model) is waited on, not worked; the embedded model's one server takes one at a time.
+    workers: int = 1
 
     @property
     def needs_key(self) -> bool:
@@ -57,12 +60,14 @@ def provider(
     selectable: bool = True,
     priced: bool = True,
     keyless_note: str | None = None,
+    workers: int = 1,
 ) -> Callable[[Opener], Opener]:
     """Register the decorated opener as provider `name` (stack several for one opener)."""
 
     def register(opener: Opener) -> Opener:
         PROVIDERS.register(
-            name, ProviderSpec(name, opener, key_env, key_optional, base_url, sdk, selectable, priced, keyless_note)
+            name,
+            ProviderSpec(name, opener, key_env, key_optional, base_url, sdk, selectable, priced, keyless_note, workers),
         )
         return opener
 

@@ -7,6 +7,7 @@ retries here, so that a 429 can move to another key of the pool.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -17,10 +18,24 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from humanevalfix.errors import ModelCallError
 from humanevalfix.models.catalog import PROVIDERS
+from humanevalfix.models.failures import (
+    ReplyTimeout,
+    describe,
+    is_timeout_or_connection,
+    kind_of,
+    retry_after_s,
+    status_of,
+)
 from humanevalfix.models.keys import KeyPool, Lease
-from humanevalfix.models.parameters import REFUSED, ParameterRules, adapted, parameters, rules_for
+from humanevalfix.models.parameters import (
+    ParameterRules,
+    adapted,
+    extra_body,
+    parameters,
+    rules_for,
+    with_switch,
+)
 from humanevalfix.models.reasoning import reasoning_field, split_reply
-from humanevalfix.redaction import redact
 from humanevalfix.safetext import encodable, repaired
 
 log = logging.getLogger(__name__)
@@ -66,6 +81,11 @@ class ChatReply:
     # it held text with no UTF-8 form (lone surrogates, kept as U+FFFD).
     oversize: int = 0
     unencodable: bool = False
+    # The model's reasoning (models.reasoning), for the trace only: never code, never sent back.
+    # At most max_reply_chars of it is kept. `reasoning_unclosed`: the reply ended inside it (cut
+    # at its token limit), so it has no answer at all.
+    reasoning: str = ""
+    reasoning_unclosed: bool = False
 
 
 class ChatModel(Protocol):
@@ -76,6 +96,9 @@ class ChatModel(Protocol):
 DEFAULT_RETRY_ATTEMPTS = 6  # attempts per API call on 429/5xx/timeouts (--retries)
 DEFAULT_RETRY_INITIAL_S = 1.0  # the base of the waits between attempts (exponential, up to max_s)
 DEFAULT_REQUEST_TIMEOUT_S = 120.0  # per HTTP request: the whole reply, not only connecting or each read
+# A reasoning model (models.parameters) thinks for minutes before its first answer token: a slow but
+# live reply, which the standard timeout (and the stalls that follow it) would give up on.
+REASONING_REQUEST_TIMEOUT_S = 900.0
 DEFAULT_STALLS_IN_A_ROW = 3  # requests of one server that hit the request timeout in a row before the run stops
 DEFAULT_MAX_REPLY_CHARS = 256 * 1024  # a longer reply or tool-call argument is the model's "too_large"
 
@@ -90,29 +113,11 @@ class RetryPolicy:
     max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS
 
 
-def status_of(exc: BaseException) -> int | None:
-    code = getattr(exc, "status_code", None)
-    return code if isinstance(code, int) else None
-
-
-def retry_after_s(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def is_timeout_or_connection(exc: BaseException) -> bool:
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"APITimeoutError", "APIConnectionError", "TimeoutException", "ConnectError", "ReplyTimeout"})
-
-
-class ReplyTimeout(Exception):
-    """No complete reply within the request's deadline: a server that sent headers and then
-    nothing, or trickles bytes, is never waiting on a per-read timeout that each byte resets."""
+def request_timeout_for(model: str, given: float | None) -> float:
+    """--request-timeout if given, else the default for the model: longer for a reasoning one."""
+    if given is not None:
+        return given
+    return REASONING_REQUEST_TIMEOUT_S if rules_for(model).completion_tokens else DEFAULT_REQUEST_TIMEOUT_S
 
 
 class _KeyRejected(Exception):
@@ -143,41 +148,7 @@ def is_transient(exc: BaseException) -> bool:
     return is_timeout_or_connection(exc)
 
 
-# How a server says a prompt is longer than its context (OpenAI's code, vLLM, llama.cpp, TGI).
-_CONTEXT_WORDS = (
-    "context_length_exceeded",
-    "maximum context length",
-    "context length",
-    "exceeds the context",
-    "context window",
-    "n_ctx",
-)
-# How a server says the request itself is wrong, whatever the prompt: the model, a parameter or the
-# route (OpenAI's error codes, vLLM's and Ollama's words). A 404 always is.
-_REQUEST_WORDS = ("model_not_found", "does not exist", "not found", "unknown model", "invalid model", *REFUSED)
 DEAD_SERVER_COOL_DOWN_S = 30.0  # one of several servers refusing connections: the others serve meanwhile
-
-
-def kind_of(exc: BaseException) -> str:
-    """For ModelCallError.kind: what a run can conclude from the last failure."""
-    status = status_of(exc)
-    text = str(exc).lower()
-    if status in (400, 413, 422) and any(word in text for word in _CONTEXT_WORDS):
-        return "context_exceeded"
-    if status in (401, 403):
-        return "auth"
-    if status == 404 or (status == 400 and any(word in text for word in _REQUEST_WORDS)):
-        return "request"
-    if status is None and is_timeout_or_connection(exc):
-        return "timeout" if "timeout" in type(exc).__name__.lower() else "connection"
-    return "other"
-
-
-def describe(exc: BaseException) -> str:
-    status = status_of(exc)
-    # Redacted before it is cut: a cut through an echoed key would leave a tail no pattern matches.
-    text = redact(str(exc)).replace("\n", " ")[:300]
-    return f"HTTP {status}: {text}" if status else f"{type(exc).__name__}: {text}"
 
 
 class OpenAIChatModel:
@@ -191,12 +162,17 @@ class OpenAIChatModel:
         base_url: str | None,
         keys: KeyPool,
         retry: RetryPolicy = RetryPolicy(),
+        reasoning_effort: str | None = None,
+        thinking: str | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
         self.base_url = base_url
         self.keys = keys
         self.retry = retry
+        # Sent only when set (models.parameters): --reasoning-effort, and --thinking's switch.
+        self.reasoning_effort = reasoning_effort
+        self.thinking = thinking
         self._clients: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._stalls: dict[str | None, int] = {}  # per server: requests in a row that ran out of time
@@ -233,20 +209,25 @@ class OpenAIChatModel:
         rules = self.rules
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": request.messages,
+            # --thinking's switch is added here, to the request only: the conversation stays as it is.
+            "messages": with_switch(request.messages, self.thinking),
             **parameters(rules, request.temperature, request.max_tokens),
         }
         if request.tools:
             kwargs["tools"] = request.tools
         if request.seed is not None:
             kwargs["seed"] = request.seed
+        extras = extra_body(rules, self.reasoning_effort, self.thinking)
         try:
-            response = _checked(self._with_deadline(self._client(lease).chat.completions.create, kwargs))
+            create = self._client(lease).chat.completions.create
+            if extras:
+                _add_extras(create, kwargs, extras)
+            response = _checked(self._with_deadline(create, kwargs))
         except Exception as exc:
             if kind_of(exc) == "timeout":
                 self._stalled(lease)
             status = status_of(exc)
-            if status == 400 and self._adapt(rules, str(exc)):
+            if status in (400, 422) and self._adapt(rules, _refusal(exc)):
                 raise _Adapted(describe(exc)) from exc
             if status == 429:
                 self.keys.cool_down(lease.index, retry_after_s(exc) or self.retry.initial_s)
@@ -363,10 +344,10 @@ class OpenAIChatModel:
             for i, tc in enumerate(message.tool_calls or [])
             if getattr(tc, "function", None) is not None
         ]
-        # Code is taken only from the answer after the reasoning (models.reasoning); the reasoning itself
-        # is neither kept nor sent back.
-        answer = split_reply(message.content or "", reasoning_field(message)).answer
-        content, calls, oversize, unencodable = bounded(answer, calls, self.retry.max_reply_chars)
+        # Code is taken only from the answer after the reasoning (models.reasoning); the reasoning is
+        # kept for the trace, never sent back.
+        split = split_reply(message.content or "", reasoning_field(message))
+        content, calls, oversize, unencodable = bounded(split.answer, calls, self.retry.max_reply_chars)
         usage = getattr(response, "usage", None)
         return ChatReply(
             content=content,
@@ -378,6 +359,8 @@ class OpenAIChatModel:
             latency_s=round(time.monotonic() - start, 3),
             http_attempts=len(served),
             finish_reason=getattr(choice, "finish_reason", None),
+            reasoning=repaired(split.reasoning[: self.retry.max_reply_chars]),
+            reasoning_unclosed=split.unclosed,
         )
 
 
@@ -426,10 +409,25 @@ def _checked(response: Any) -> Any:
     return response
 
 
-def is_tools_rejected(exc: BaseException) -> bool:
-    """A 400 from a server that does not take `tools` (or `tool_choice`)."""
-    cause = exc.__cause__ or exc
-    return status_of(cause) in (400, 422) and "tool" in str(cause).lower()
+def _refusal(exc: BaseException) -> str:
+    """The error's text and its body: the SDK's text holds only `error.message`, and a server that
+    validates with pydantic names the field in `detail` instead (HTTP 422)."""
+    body = getattr(exc, "body", None)
+    return f"{exc} {body}" if body is not None else str(exc)
+
+
+def _add_extras(create: Any, kwargs: dict[str, Any], extras: dict[str, Any]) -> None:
+    """Fields the SDK has no parameter for, in the body: through `extra_body` where `create` takes
+    it (openai's SDK, Stainless-made ones), else as keyword arguments (the together SDK before 2.0
+    puts any unknown one in the body)."""
+    try:
+        takes_extra_body = "extra_body" in inspect.signature(create).parameters
+    except (TypeError, ValueError):  # no signature to read: the openai SDK's way
+        takes_extra_body = True
+    if takes_extra_body:
+        kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), **extras}
+    else:
+        kwargs.update(extras)
 
 
 def _sdk(provider: str) -> str | None:

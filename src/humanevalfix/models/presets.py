@@ -14,6 +14,7 @@ import yaml
 from humanevalfix.errors import ConfigError
 from humanevalfix.models.catalog import COMPATIBLE, HF, LOCAL, OPENAI, ORACLE, PROVIDERS, TOGETHER
 from humanevalfix.models.oracle import KINDS as ORACLE_KINDS
+from humanevalfix.models.parameters import EFFORTS, THINKING
 
 PRESETS_FILE = Path(__file__).with_name("models.yaml")
 # Which preset a configured key selects when --model is not given; no key at all means local.
@@ -40,6 +41,10 @@ class Preset:
     # Base of the per-request `seed` (agent._settings.request_seed), so that sampled turns repeat
     # between runs; None sends none (not every OpenAI-compatible server takes the field).
     seed: int | None = None
+    # Reasoning models (models.parameters): `reasoning_effort` low|medium|high, `thinking` on|off;
+    # None sends nothing (the model's own default).
+    reasoning_effort: str | None = None
+    thinking: str | None = None
 
     def public(self) -> dict[str, Any]:
         """For the results' config: everything but secrets (a preset holds none, only variable names)."""
@@ -54,6 +59,9 @@ class Preset:
             "native_tools": self.native_tools,
             "price_per_1m": {"input": self.price_in, "output": self.price_out},
             "seed": self.seed,
+            # Only when set: the preset of a run without them reads as it always did.
+            **({"reasoning_effort": self.reasoning_effort} if self.reasoning_effort is not None else {}),
+            **({"thinking": self.thinking} if self.thinking is not None else {}),
         }
 
 
@@ -68,6 +76,8 @@ FIELDS = (
     "price_per_1m",
     "gguf",
     "seed",
+    "reasoning_effort",
+    "thinking",
 )
 MAX_SEED = 2**31 - 1  # what every server takes (llama.cpp's is 32-bit, OpenAI's a 64-bit int)
 
@@ -105,6 +115,11 @@ def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
     seed = raw.get("seed")
     if seed is not None and not _is_seed(seed):
         raise _field_error(source, name, "seed", f"a whole number from 0 to {MAX_SEED}, or null", raw)
+    effort = raw.get("reasoning_effort")
+    if effort is not None and effort not in EFFORTS:
+        raise _field_error(source, name, "reasoning_effort", f"one of {', '.join(EFFORTS)}, or null", raw)
+    if raw.get("thinking") is not None and _thinking(raw["thinking"]) is None:
+        raise _field_error(source, name, "thinking", "on or off (true or false), or null", raw)
     if not isinstance(raw.get("native_tools", True), bool):
         raise _field_error(source, name, "native_tools", "true or false", raw)
     price = raw.get("price_per_1m", {})
@@ -114,6 +129,13 @@ def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
         or not all(v is None or (_number(v) and v >= 0) for v in price.values())
     ):
         raise _field_error(source, name, "price_per_1m", "a mapping {input: USD, output: USD} of numbers >= 0", raw)
+
+
+def _thinking(value: Any) -> str | None:
+    """A preset's `thinking`: on or off; YAML reads an unquoted on/off as true/false."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return value if isinstance(value, str) and value in THINKING else None
 
 
 def _preset(name: str, raw: Any, source: Path) -> Preset:
@@ -134,6 +156,8 @@ def _preset(name: str, raw: Any, source: Path) -> Preset:
         price_out=price.get("output"),
         gguf=raw.get("gguf"),
         seed=raw.get("seed"),
+        reasoning_effort=raw.get("reasoning_effort"),
+        thinking=_thinking(raw.get("thinking")),
     )
 
 
@@ -214,6 +238,8 @@ def resolve(
     max_tokens: int | None = None,
     native_tools: bool | None = None,
     seed: int | None | EllipsisType = ...,
+    reasoning_effort: str | None = None,
+    thinking: str | None = None,
     presets: dict[str, Preset] | None = None,
     environ: dict[str, str] | None = None,
 ) -> Preset:
@@ -265,4 +291,8 @@ def resolve(
         changes["native_tools"] = native_tools
     if seed is not ...:
         changes["seed"] = seed
+    if reasoning_effort is not None:  # the option wins over the preset's
+        changes["reasoning_effort"] = reasoning_effort
+    if thinking is not None:
+        changes["thinking"] = thinking
     return replace(chosen, **changes) if changes else chosen

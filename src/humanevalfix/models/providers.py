@@ -97,10 +97,15 @@ def open_endpoint(
 
 
 # Decorators apply from the bottom up: openai is registered first (the order of --provider's choices).
-@provider(COMPATIBLE, key_env="LOCAL_API_KEY", key_optional=True)
-@provider(HF, key_env="HF_TOKEN", base_url="https://router.huggingface.co/v1")
-@provider(TOGETHER, key_env="TOGETHER_API_KEY", sdk="together")
-@provider(OPENAI, key_env="OPENAI_API_KEY")
+# Tasks in flight by default: a hosted API serves many at once (a 429 cools its key down, as always);
+# a served model usually runs on one machine, which batches a few well.
+HOSTED_WORKERS, SERVED_WORKERS = 8, 4
+
+
+@provider(COMPATIBLE, key_env="LOCAL_API_KEY", key_optional=True, workers=SERVED_WORKERS)
+@provider(HF, key_env="HF_TOKEN", base_url="https://router.huggingface.co/v1", workers=HOSTED_WORKERS)
+@provider(TOGETHER, key_env="TOGETHER_API_KEY", sdk="together", workers=HOSTED_WORKERS)
+@provider(OPENAI, key_env="OPENAI_API_KEY", workers=HOSTED_WORKERS)
 @contextlib.contextmanager
 def _open_api(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
     """An OpenAI-compatible API: keys from the environment, round-robin."""
@@ -108,7 +113,15 @@ def _open_api(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
     if not preset.model:
         preset = _with_served_model(preset, pool)
     # base_url is per slot (lease.base_url) when --base-url lists several servers.
-    model = OpenAIChatModel(provider=preset.provider, model=preset.model, base_url=None, keys=pool, retry=context.retry)
+    model = OpenAIChatModel(
+        provider=preset.provider,
+        model=preset.model,
+        base_url=None,
+        keys=pool,
+        retry=context.retry,
+        reasoning_effort=preset.reasoning_effort,
+        thinking=preset.thinking,
+    )
     yield Endpoint(model, preset, len(pool), pool)
 
 
@@ -122,8 +135,15 @@ def _open_embedded(preset: Preset, context: OpenContext) -> Iterator[Endpoint]:
         # client timeout would only queue the same request again behind the abandoned one.
         retry = replace(context.retry, timeout_s=max(context.retry.timeout_s, LOCAL_TIMEOUT_S))
         pool = KeyPool([PLACEHOLDER_KEY], secret=False)
+        # llama-cpp-python's server takes no reasoning_effort (none is sent) and ignores the template's
+        # arguments: --thinking reaches a hybrid model's weights (--gguf) through the switch in the text.
         model = OpenAIChatModel(
-            provider=COMPATIBLE, model=served.model, base_url=served.base_url, keys=pool, retry=retry
+            provider=COMPATIBLE,
+            model=served.model,
+            base_url=served.base_url,
+            keys=pool,
+            retry=retry,
+            thinking=preset.thinking,
         )
         yield Endpoint(model, served.preset, 1)
 

@@ -19,9 +19,16 @@ from humanevalfix.errors import DatasetError, UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import load_results, passes_by_strategy, strategies_text, turn_outcomes, turns_text
+from humanevalfix.evaluation.results import (
+    load_results,
+    passes_by_strategy,
+    strategies_text,
+    tokens_text,
+    turn_outcomes,
+    turns_text,
+)
 from humanevalfix.models.catalog import PROVIDERS
-from humanevalfix.runspec import RunSpec, from_dict
+from humanevalfix.runspec import ModelSpec, RunSpec, from_dict
 
 # Code-producing attempts; the others (repeat, invalid, malformed, no_code) never become final_code.
 CANDIDATE_OUTCOMES = ("passed", "failed", "timeout", "not_run", "error")
@@ -180,6 +187,12 @@ def sandbox_text(spec: RunSpec) -> str:
     return isolation if isolation.startswith(executor) else f"{executor} ({isolation})"
 
 
+def reasoning_settings(model: ModelSpec) -> list[tuple[str, str]]:
+    """The reasoning settings the run set (--reasoning-effort, --thinking): none when it set neither."""
+    named = (("reasoning effort", model.reasoning_effort), ("thinking", model.thinking))
+    return [(what, value) for what, value in named if value is not None]
+
+
 def summary_lines(run: Run) -> list[str]:
     s, c = run.summary, run.spec
     n = len(run.records)
@@ -192,6 +205,7 @@ def summary_lines(run: Run) -> list[str]:
         f"engine: {c.agent.engine}",
         "sandbox: " + sandbox_text(c),
     ]
+    lines[1:1] = [f"{what}: {value}" for what, value in reasoning_settings(c.model)]  # only when set
     lines += scoring.report_lines(scoring.migrated_summary(s), c)  # each registered scorer's lines
     if int(s.get("samples") or 1) > 1:
         for name, key in (("first", "pass_at_k_first"), ("final", "pass_at_k_final")):
@@ -210,7 +224,8 @@ def summary_lines(run: Run) -> list[str]:
     if by_strategy:
         lines.append("passes by strategy of the final turn: " + strategies_text(by_strategy))
     lines += [
-        f"tokens in / out: {int(s.get('tokens_in', 0)):,} / {int(s.get('tokens_out', 0)):,}",
+        "tokens in / out: "
+        + tokens_text(int(s.get("tokens_in", 0)), int(s.get("tokens_out", 0)), int(s.get("tokens_reasoning", 0))),
         "estimated cost: " + run.cost,
         f"wall time: {float(s.get('wall_s', 0)):.1f} s",
     ]

@@ -12,8 +12,14 @@ from humanevalfix.agent.policies import describe_policy
 from humanevalfix.agent.protocols import describe
 from humanevalfix.evaluation import scores as scoring
 from humanevalfix.evaluation.records import TaskRecord
-from humanevalfix.evaluation.results import Summary, passes_by_strategy, strategies_text, turns_text
-from humanevalfix.reports.runs import cost_text
+from humanevalfix.evaluation.results import (
+    Summary,
+    passes_by_strategy,
+    strategies_text,
+    tokens_text,
+    turns_text,
+)
+from humanevalfix.reports.runs import cost_text, reasoning_settings
 from humanevalfix.runspec import RunSpec
 from humanevalfix.safetext import shown as safe
 
@@ -28,6 +34,8 @@ def summary_table(summary: Summary, spec: RunSpec, records: Sequence[TaskRecord]
     table.add_column("value")
     model, sandbox = spec.model, spec.sandbox
     table.add_row("model", f"{safe(model.model)} ({model.provider})")  # a server may name it
+    for what, value in reasoning_settings(model):  # only when set: --reasoning-effort, --thinking
+        table.add_row(what, escape(value))
     if model.preset_reason:
         table.add_row("preset", f"{(model.preset or {}).get('name')}: {escape(model.preset_reason)}")
     reason = spec.agent.tool_mode_reason
@@ -38,6 +46,8 @@ def summary_table(summary: Summary, spec: RunSpec, records: Sequence[TaskRecord]
     table.add_row("protocol", f"{describe(spec.protocol.name)}; max iterations {spec.agent.max_iters}")
     table.add_row("repair policy", describe_policy(spec.agent))
     table.add_row("engine", spec.agent.engine)
+    if spec.agent.workers_reason:  # the endpoint's default: said, since it was not asked for
+        table.add_row("workers", f"{spec.agent.workers} ({escape(spec.agent.workers_reason)})")
     # Each registered scorer's rows, in the order they were registered (the verdict first).
     for what, value in scoring.table_rows(summary.scores, summary.tasks, spec):
         table.add_row(what, value)
@@ -51,7 +61,7 @@ def summary_table(summary: Summary, spec: RunSpec, records: Sequence[TaskRecord]
     by_strategy = passes_by_strategy(records)
     if by_strategy:  # a strategy's name is a plugin's text: never markup
         table.add_row("passes by strategy", escape(strategies_text(by_strategy)) + " (the final turn's)")
-    table.add_row("tokens in / out", f"{summary.tokens_in:,} / {summary.tokens_out:,}")
+    table.add_row("tokens in / out", tokens_text(summary.tokens_in, summary.tokens_out, summary.tokens_reasoning))
     table.add_row("estimated cost", cost_text(summary.cost_usd, model.provider))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
     return table
