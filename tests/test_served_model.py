@@ -77,6 +77,11 @@ def test_a_server_of_the_embedded_model_gets_the_embedded_presets_sampling_and_p
     [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("server: ")]
     assert f"serves {LOCAL.model}" in line and "temperatures 0,0.6,0.8" in line and "the text protocol" in line
     assert "preset" in proc.stderr and "tool calling" in proc.stderr  # the summary's rows
+    # A CPU server answering one request at a time: one worker, as the embedded run, not a server's 4.
+    assert (config["workers"], config["workers_reason"]) == (
+        1,
+        "a server of the embedded model answers one request at a time; --workers sets it",
+    )
     assert results["summary"]["passed"] == 1
 
 

@@ -260,6 +260,13 @@ def _policy(args: argparse.Namespace) -> RepairPolicy:
     )
 
 
+def _workers_reason(provider: str, served_workers: int | None) -> str:
+    """Why the run has the workers it has when --workers did not say."""
+    if served_workers is not None:
+        return "a server of the embedded model answers one request at a time; --workers sets it"
+    return f"the default for provider {provider}; --workers sets it"
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     sandbox, docker = sandbox_from_args(args)
     require_engine(args.engine)  # refused before the model is resolved or started
@@ -286,8 +293,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         runtime_values=args.runtime_values,
         protocol=_protocol(args),
         engine=args.engine,
-        workers=args.workers or PROVIDERS.require(preset.provider).workers,
-        workers_reason=None if args.workers else f"the default for provider {preset.provider}; --workers sets it",
+        workers=args.workers or served.workers or PROVIDERS.require(preset.provider).workers,
+        workers_reason=None if args.workers else _workers_reason(preset.provider, served.workers),
         samples=args.samples,
         sandbox=sandbox,
         docker=docker,

@@ -41,6 +41,7 @@ PROBE_TOOL: dict[str, Any] = {
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
     },
 }
+LOCAL_WORKERS = 1  # a server of the embedded model's: one request at a time (see ServedChoice.workers)
 # The sampling fields a local preset lends to a server of its model (unless given explicitly).
 LENT = ("temperatures", "max_tokens", "seed", "native_tools")
 
@@ -51,6 +52,9 @@ class ServedChoice:
     preset_reason: str  # which preset's sampling, and why ("" when the preset is as named)
     tools_reason: str | None  # why the text protocol; None: native tool calls
     probe: bool = False  # native tool calls still to be probed (after the run's input checks)
+    # Tasks in flight by default, where the server says more than its provider does: a server of the
+    # embedded model is a CPU server answering one request at a time, as the embedded run does.
+    workers: int | None = None
 
     def line(self) -> str:
         tools = "native tool calls" if self.preset.native_tools else f"the text protocol ({self.tools_reason})"
@@ -145,7 +149,7 @@ def choose(
             "runs compare"
         )
         text_why = "--text-tools" if "native_tools" in explicit else f"preset '{local.name}' uses the text protocol"
-        return ServedChoice(chosen, reason, None if chosen.native_tools else text_why)
+        return ServedChoice(chosen, reason, None if chosen.native_tools else text_why, workers=LOCAL_WORKERS)
     if preset.model:
         return ServedChoice(preset, "", None if preset.native_tools else "--text-tools")
     chosen = replace(preset, model=model, name=model)
