@@ -235,7 +235,7 @@ def test_key_from_dotenv_in_the_working_directory_is_used(tmp_path: Path, datase
         ],
         cwd=tmp_path,
     )
-    assert proc.returncode == 3, proc.stderr  # complete, with an infrastructure error
+    assert proc.returncode == 4, proc.stderr  # stopped: the server could not be reached (its one task an error)
     [task] = results_of(out)["tasks"]
     assert task["error"] and "Connection" in task["error"] and task["error_kind"] == "connection"
     assert "sk-test-dotenv-1234abcd" not in out.read_text(encoding="utf-8") + proc.stderr + proc.stdout
@@ -287,6 +287,7 @@ def test_top_level_help_shows_the_eval_options_and_lists_every_command(tmp_path:
         "serve",
         "sandbox",
         "graph",
+        "view",
     }
 
 

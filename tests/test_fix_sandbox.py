@@ -234,27 +234,33 @@ def test_a_package_with_conftest_fixtures_is_fixed_inside_the_jail(package: Path
     assert tree(package) == before  # no __pycache__, no .pytest_cache, nothing written
 
 
-def test_when_bwrap_is_missing_auto_falls_back_and_says_so(package: Path, tmp_path: Path) -> None:
-    """PATH without bwrap (a machine without bubblewrap): unshare, with a warning that names why."""
+def test_when_bwrap_is_missing_auto_refuses_and_unshare_is_an_explicit_choice(package: Path, tmp_path: Path) -> None:
+    """PATH without bwrap (a machine without bubblewrap): `auto` refuses with eval's one line (one
+    choice, sandbox.factory), nothing changed; `--sandbox unshare` runs, saying its exposure."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("unshare", "git"):
         found = shutil.which(tool)
         assert found is not None, f"{tool} is needed by this test"
         (bin_dir / tool).symlink_to(found)
+    before = tree(package)
+    with ScriptedServer([tool_call(CORE_FIX)]) as server:
+        refused = fix_cli(
+            ["pkg/core.py", "--tests", "tests/test_core.py", *model_args(server)], package, PATH=str(bin_dir)
+        )
+        assert not server.chat_requests()
+    assert refused.returncode == 2, refused.stderr
+    assert "--sandbox auto: no sandbox level with file-system isolation works here" in refused.stderr
+    assert tree(package) == before
     with ScriptedServer([tool_call(CORE_FIX)]) as server:
         proc = fix_cli(
-            ["pkg/core.py", "--tests", "tests/test_core.py", *model_args(server)], package, PATH=str(bin_dir)
+            ["pkg/core.py", "--tests", "tests/test_core.py", "--sandbox", "unshare", *model_args(server)],
+            package,
+            PATH=str(bin_dir),
         )
     assert proc.returncode == 0, proc.stderr
     assert sandbox_line(proc.stderr).startswith("sandbox: unshare (")
-    warning = " ".join(proc.stderr.split("warning: ", 1)[1].split())
-    # The words of eval's `auto` (one choice, sandbox.factory), with fix's advice after them.
-    assert warning.startswith(
-        "--sandbox auto: no file-system isolation (bwrap is not installed): candidates run under unshare and can "
-        "write wherever this user can"
-    ), proc.stderr
-    assert "(install bubblewrap, or run fix in a tree you can restore)" in warning, proc.stderr
+    assert "warning: --sandbox unshare: candidates see the host's file system" in proc.stderr
 
 
 # --- what is shown, and how the jail mounts it ---------------------------------------------

@@ -45,7 +45,7 @@ from humanevalfix.sandbox.docker import LABEL, OWNER_LABEL, DockerSettings, daem
 from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB
 from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES, build_executor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
-from humanevalfix.sandbox.jail import FS, NET, PIDS, best_level
+from humanevalfix.sandbox.jail import EXPOSURE, FS, NET, PIDS, best_level
 from humanevalfix.tasks.support import support_code
 
 # Minutes on a busy machine (the dataset through every executor): the slow tier (tests/conftest.py).
@@ -667,31 +667,49 @@ def test_an_interpreter_under_tmp_is_jailed_and_candidates_cannot_write_outside(
         shutil.rmtree(where)
 
 
-def test_a_jail_that_fails_names_the_cause_and_auto_falls_back_saying_so(capsys: pytest.CaptureFixture[str]) -> None:
-    """bwrap's own message, not a guess ("install bubblewrap"); `auto` goes on below bwrap only
-    with a warning that says why (a line on stderr, and the executor's isolation_warning)."""
+def test_a_jail_that_fails_names_the_cause_auto_fails_closed_and_restricted_falls_back_saying_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bwrap's own message, not a guess ("install bubblewrap"); `auto` then refuses, naming the ways
+    on, rather than run candidates with the host's files; `restricted` goes on below bwrap only with
+    a warning that says why (a line on stderr, and the executor's isolation_warning)."""
     missing = (Path("/nonexistent-hefix-bind"),)
     with pytest.raises(ConfigError) as raised:
         build_executor("bwrap", Limits(timeout_s=TIMEOUT), ro_binds=missing)
     message = str(raised.value)
     assert "bwrap failed: bwrap: Can't find source path /nonexistent-hefix-bind" in message and "install" not in message
+    with pytest.raises(ConfigError) as raised:
+        build_executor("auto", Limits(timeout_s=TIMEOUT), ro_binds=missing)
+    closed = str(raised.value)
+    assert closed.startswith("--sandbox auto: no sandbox level with file-system isolation works here (bwrap failed:")
+    assert "apt-get install bubblewrap" in closed and "--sandbox docker" in closed and "--sandbox unshare" in closed
     capsys.readouterr()
-    executor = build_executor("auto", Limits(timeout_s=TIMEOUT), ro_binds=missing)
+    executor = build_executor("restricted", Limits(timeout_s=TIMEOUT), ro_binds=missing)
     printed = capsys.readouterr().err
     try:
-        assert FS not in executor.guarantees and executor.name in ("unshare", "process")
+        assert FS not in executor.guarantees
         warning = executor.isolation_warning
         assert warning is not None and "bwrap failed: bwrap: Can't find source path" in warning
-        assert f"candidates run under {executor.name}" in warning
-        assert printed == f"warning: --sandbox auto: {warning}\n"
-        still_works(executor)
+        assert printed == f"warning: --sandbox restricted: {warning}\n"
     finally:
         executor.close()
     strongest = build_executor("auto", Limits(timeout_s=TIMEOUT))
     try:
-        assert (strongest.isolation_warning is None) == (FS in strongest.guarantees)
+        assert strongest.isolation_warning is None and FS in strongest.guarantees
     finally:
         strongest.close()
+
+
+@pytest.mark.parametrize("kind", ["unshare", "process"])
+def test_a_weaker_level_chosen_explicitly_says_its_exposure_once(kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    executor = build_executor(kind, Limits(timeout_s=TIMEOUT))
+    try:
+        printed = capsys.readouterr().err.splitlines()
+        assert printed == [f"warning: --sandbox {kind}: {EXPOSURE[executor.jail.level]}"]
+        assert executor.isolation_warning is None  # chosen, not fallen back to
+    finally:
+        executor.close()
 
 
 # ---------------------------------------------------------------------------------------------

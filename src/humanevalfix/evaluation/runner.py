@@ -192,7 +192,11 @@ def _run_locked(
         timeout_s=config.request_timeout_s,
         max_reply_chars=config.max_reply_chars,
     )
-    pool = ExecutorPool(executor_factory(config.sandbox, limits, docker=config.docker), executor_slots(config.workers))
+    # What the sandbox says of itself (a weaker level's exposure) is said when the run starts, after
+    # every input and the key are known good: bad input stays one line.
+    sandbox_notes: list[str] = []
+    factory = executor_factory(config.sandbox, limits, docker=config.docker, warn=sandbox_notes.append)
+    pool = ExecutorPool(factory, executor_slots(config.workers))
     try:
         with open_endpoint(
             config.preset,
@@ -201,6 +205,8 @@ def _run_locked(
             gguf=config.gguf,
             server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup),
         ) as endpoint:
+            for note in sandbox_notes:
+                console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
             if started is not None:
                 started()  # every input checked and the endpoint open (its keys too): the run starts
             preset = endpoint.preset

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from humanevalfix.cachedirs import forget_keys
 from humanevalfix.sandbox.cgroup import Cgroups, Group, detect, process_limit
 from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.child.procs import kill_descendants
@@ -305,6 +306,12 @@ class JailedExecutor:
         # Why the jail is weaker than `auto` wanted (no file-system isolation), or None.
         self.isolation_warning: str | None = self.jail.warning
 
+    def close(self) -> None:
+        """Candidates of the `process` level could read the harness's sealing key: it is thrown
+        away once they are gone, so that nothing they sealed is ever trusted (cachedirs)."""
+        if self.jail.level == "none":
+            forget_keys()
+
 
 class SubprocessExecutor(JailedExecutor):
     """A fresh interpreter per run, inside the jail. Slow (~interpreter start-up + imports per
@@ -392,9 +399,6 @@ class SubprocessExecutor(JailedExecutor):
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
-
-    def close(self) -> None:
-        pass
 
 
 def _feed(stdin: Any, payload: bytes) -> None:

@@ -6,10 +6,11 @@
 - `process`: rlimits only.
 - `restricted`: RestrictedPython inside the strongest jail that works here.
 - `docker`: a locked-down container per executor (sandbox/docker.py; settings: DockerSettings).
-- `auto`: the strongest of bwrap > unshare > process that works here; below bwrap (no file-system
-  isolation) never silently: the executor's `isolation_warning` says why, printed on stderr when
-  built and recorded in the results. Never docker: starting a daemon is the user's choice
-  (config.sandbox_choice lets HUMANEVALFIX_SANDBOX=docker pick it).
+- `auto`: bwrap where it works; where it does not, it fails closed (a ConfigError naming bubblewrap,
+  docker and the explicit weaker levels): a weaker level is the user's explicit choice, whose
+  exposure is said once when it is built. Never docker: starting a daemon is the user's choice
+  (config.sandbox_choice lets HUMANEVALFIX_SANDBOX=docker pick it). `restricted` still takes the
+  strongest level that works, saying why when it is below bwrap (`isolation_warning`).
 
 All of them use a warm fork server per executor; `fresh=True` gives the fresh-interpreter
 variant of the same isolation (the benchmark's baseline, and the conformance suite's).
@@ -33,7 +34,7 @@ from humanevalfix.registry import Registry
 from humanevalfix.sandbox.docker import DockerSettings, docker_factory
 from humanevalfix.sandbox.executor import Executor, Limits, SubprocessExecutor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
-from humanevalfix.sandbox.jail import Jail, best_level, probe, weaker_warning
+from humanevalfix.sandbox.jail import EXPOSURE, FS, GUARANTEES, Jail, best_level, closed_refusal, probe, weaker_warning
 
 LEVEL_NAMES = {"bwrap": "bwrap", "unshare": "unshare", "none": "process"}
 
@@ -42,12 +43,15 @@ def jail_for(kind: str, ro_binds: tuple[Path, ...] = (), python: str = sys.execu
     """The jail a sandbox kind runs in here; a ConfigError when an explicit one does not work."""
     if kind in ("auto", "restricted"):
         level, why_not = best_level(python, ro_binds)
+        if kind == "auto" and FS not in GUARANTEES[level]:
+            raise ConfigError(f"--sandbox auto: {closed_refusal(why_not)}")  # fails closed, never silently weaker
         return Jail(level, python=python, ro_binds=ro_binds, warning=weaker_warning(level, why_not))
     if kind == "process":
         return Jail("none", python=python, ro_binds=ro_binds)
     problem = probe(kind, python, ro_binds)
     if problem is not None:
-        raise ConfigError(f"--sandbox {kind}: {problem} ({_hint(kind, problem)}or use --sandbox auto)")
+        other = "docker, unshare or process" if kind == "bwrap" else "auto"
+        raise ConfigError(f"--sandbox {kind}: {problem} ({_hint(kind, problem)}or use --sandbox {other})")
     return Jail(kind, python=python, ro_binds=ro_binds)
 
 
@@ -101,7 +105,7 @@ def executor_kind(name: str, summary: str) -> Callable[[Builder], Builder]:
 @executor_kind("process", "rlimits only")
 @executor_kind("unshare", "network and PID namespaces only (the host's file system)")
 @executor_kind("bwrap", "bubblewrap: no network, own PID namespace, read-only system, private tmpfs")
-@executor_kind("auto", "the strongest of bwrap > unshare > process that works here, saying so below bwrap")
+@executor_kind("auto", "bwrap where it works, else a refusal naming the ways on (never silently weaker)")
 def _jailed(kind: str, options: ExecutorOptions) -> Callable[[], Executor]:
     try:
         jail = jail_for(kind, options.ro_binds, options.python)
@@ -109,6 +113,8 @@ def _jailed(kind: str, options: ExecutorOptions) -> Callable[[], Executor]:
         raise ConfigError(f"--sandbox {kind}: {exc}") from None
     if jail.warning:
         (options.warn or _stderr)(f"--sandbox {kind}: {jail.warning}")
+    elif kind in ("unshare", "process"):  # chosen, not fallen back to: its exposure said once, at the start
+        (options.warn or _stderr)(f"--sandbox {kind}: {EXPOSURE[jail.level]}")
     mode = "restricted" if kind == "restricted" else "python"
     name = "restricted" if kind == "restricted" else LEVEL_NAMES[jail.level]
     cls = SubprocessExecutor if options.fresh else ForkServerExecutor

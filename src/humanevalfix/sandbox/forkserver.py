@@ -380,3 +380,4 @@ class ForkServerExecutor(JailedExecutor):
         with self._lock:
             self._closed = True  # a prestart still waiting for the lock must not start a server now
             self._stop_server()
+        super().close()

@@ -80,8 +80,8 @@ GUARANTEES = {
 DESCRIPTIONS = {
     "bwrap": "bwrap (no network, own PID namespace and /proc, read-only system and /dev, private size-capped tmpfs "
     "cwd, /tmp and /dev/shm, uid 65534 without capabilities) + rlimits",
-    "unshare": "unshare (no network, own PID namespace and /proc; host file system: a candidate can write the run's "
-    "own output files) + rlimits, no capabilities",
+    "unshare": "unshare (no network, own PID namespace and /proc; host file system, this package read-only and its "
+    "dataset and the caches hidden: a candidate can write the run's own output files) + rlimits, no capabilities",
     "none": "rlimits only, no capabilities (host file system, network and process table: a candidate can write the "
     "run's own output files and signal the harness)",
     "docker": "docker container (no network, own PID namespace and /proc, read-only image as root file system, "
@@ -143,7 +143,7 @@ class Jail:
         if self.level == "bwrap":
             return bwrap_argv(self, as_pid_1) + ["--", *argv]
         if self.level == "unshare":
-            return unshare_argv() + ["--", *argv]
+            return unshare_argv() + ["--", "/bin/sh", "-c", COVER, "hefix-cover", *covered_paths(), "--", *argv]
         if self.level == "docker":
             raise ValueError("a docker jail is a container: sandbox/docker.py starts it")
         return list(argv)
@@ -341,7 +341,8 @@ def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
 
 
 def unshare_argv() -> list[str]:
-    # --map-root-user: namespaces without privileges where user namespaces are allowed.
+    # --map-root-user: namespaces without privileges where user namespaces are allowed. --mount: a
+    # mount namespace of the candidate's own, where COVER hides and protects the harness's files.
     return [
         "unshare",
         "--user",
@@ -350,10 +351,39 @@ def unshare_argv() -> list[str]:
         "--pid",
         "--ipc",
         "--uts",
+        "--mount",
         "--fork",
         "--mount-proc",
         "--kill-child",
     ]
+
+
+# Run first in the unshare jail's own mount namespace (then it execs the interpreter): each `ro:DIR`
+# is bound read-only over itself, each other DIR covered by an empty read-only tmpfs. A mount that
+# fails fails the jail (exit 126), never a jail without the cover.
+COVER = (
+    'while [ "$1" != -- ]; do case "$1" in '
+    'ro:*) mount --bind -o ro "${1#ro:}" "${1#ro:}" || exit 126 ;; '
+    '*) mount -t tmpfs -o ro,size=4k,mode=0555 hefix-covered "$1" || exit 126 ;; '
+    'esac; shift; done; shift; exec "$@"'
+)
+
+
+def covered_paths(environ: dict[str, str] | None = None) -> list[str]:
+    """What the unshare jail, which shows the host's file system, keeps from its candidates: this
+    package read-only (its own judge, which later jails bind, included), and covered: the bundled
+    dataset (every canonical solution and test) and the harness's caches with their sealing key
+    (cachedirs; made first, so that a candidate cannot plant a key of its own where none was yet)."""
+    from humanevalfix.cachedirs import seal_key, store_folders, user_cache
+
+    env = os.environ if environ is None else environ
+    stores = store_folders(env)
+    for folder in stores:
+        seal_key(folder)
+    folders = [*stores, user_cache(env) / "humanevalfix", PACKAGE_DIR / "evaluation" / "data"]
+    covered = dict.fromkeys(str(f.resolve()) for f in folders if f.is_dir())
+    package = dict.fromkeys((os.path.normpath(str(PACKAGE_DIR)), str(PACKAGE_DIR.resolve())))
+    return [f"ro:{d}" for d in package] + list(covered)
 
 
 def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) -> str | None:
@@ -406,6 +436,28 @@ def best_level(python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) ->
             return level, why_not
         why_not[level] = problem
     return "none", why_not
+
+
+# What a candidate can reach at a level without file-system isolation: said once when a run picks
+# one explicitly (auto refuses them: sandbox/factory.py).
+EXPOSURE = {
+    "unshare": "candidates see the host's file system and can write wherever this user can (as root: every "
+    "root-owned file but this package, kept read-only; the run's caches and the bundled dataset are hidden); no "
+    "network, no other processes",
+    "none": "candidates see and can write the host's files wherever this user can (the run's outputs, the caches "
+    "and this package's own files, which later runs use, included), reach the network and signal the harness; the "
+    "caches' keys are thrown away when the run ends",
+}
+
+
+def closed_refusal(why_not: dict[str, str]) -> str:
+    """Why `auto` refuses to run candidates here, and the three ways on."""
+    why = "; ".join(f"{problem}" for problem in why_not.values()) or "no level was tried"
+    return (
+        f"no sandbox level with file-system isolation works here ({why}): install bubblewrap (apt-get install "
+        "bubblewrap), or use --sandbox docker, or accept the exposure explicitly with --sandbox unshare (the host's "
+        "file system) or --sandbox process (also the network and the harness's processes)"
+    )
 
 
 def weaker_warning(level: str, why_not: dict[str, str]) -> str | None:

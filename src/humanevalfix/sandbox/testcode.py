@@ -33,10 +33,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from humanevalfix import pyast
-from humanevalfix.cachedirs import keep, store_folder
+from humanevalfix.cachedirs import TEST_STORE, fetch, keep, store_folder
 from humanevalfix.sandbox.child import execution, rewriting
 
-CACHE_ENV = "HUMANEVALFIX_TEST_CACHE"  # the directory, or "off"; default: the user's cache
+CACHE_ENV = TEST_STORE[0]  # the directory, or "off"; default: the user's cache
 KEPT = 512  # compiled tests kept in memory per server (a feedback run repeats its task's test)
 SIZE_LIMIT = 256 << 10  # the server's own limit for a test it keeps compiled (child/server.py)
 
@@ -100,10 +100,7 @@ class CompiledTests:
     def _read(self, key: str) -> bytes | None:
         if self._directory is None:
             return None
-        try:
-            return (self._directory / f"{key}.marshal").read_bytes()
-        except OSError:
-            return None
+        return fetch(self._directory, f"{key}.marshal")  # sealed by this harness, or not trusted
 
     def _write(self, key: str, data: bytes) -> None:
         if self._directory is not None:
@@ -120,4 +117,4 @@ def _sources() -> str:
 
 
 def default_directory(environ: dict[str, str] | None = None) -> Path | None:
-    return store_folder(CACHE_ENV, "compiled-tests", environ)
+    return store_folder(CACHE_ENV, TEST_STORE[1], environ)
