@@ -67,7 +67,9 @@ KEYS_ENV = "HEFIX_TEST_KEYS"  # the key variable the scripted presets read (neve
 EXTRAS = {
     "langgraph": "LangGraph is not installed: python -m pip install -r requirements-langgraph.txt",
     "docker": "no running Docker daemon: apt-get install docker.io and start dockerd (docs/sandbox.md#docker)",
+    "browser": "no browser for the viewer's tests: apt-get install chromium; python -m pip install -r requirements.txt",
 }
+BROWSER = "/usr/bin/chromium"  # Debian's chromium, driven by Playwright (never `playwright install`)
 
 
 def in_ci() -> bool:
@@ -80,6 +82,10 @@ def extra_missing(extra: str) -> bool:
         import importlib.util
 
         return importlib.util.find_spec("langgraph") is None
+    if extra == "browser":
+        import importlib.util
+
+        return importlib.util.find_spec("playwright") is None or not os.access(BROWSER, os.X_OK)
     if extra == "docker":
         import shutil
 

@@ -88,6 +88,7 @@ COMMAND_KINDS: dict[str, str | None] = {
     "score": None,
     "validate-dataset": None,
     "graph": None,
+    "view": "serves the page until Ctrl-C (tests/test_view_browser.py runs it); with --out it runs here",
     "fix": "calls a model on the reader's files",
     "serve": "starts the embedded model's server and serves until stopped",
     "sandbox": (
@@ -116,6 +117,7 @@ BENCH = {
     "bench/local_speed.py": "not run: starts the embedded model once per setting",
     "bench/minimal_fix.py": "not run: calls a model (once per pass a rewrite wrote in the run)",
     "bench/rewrite_draws.py": "not run: calls a model (draws per pass a rewrite wrote in the run)",
+    "bench/view_load.py": "not run: starts a browser (tests/test_view_browser.py loads the same page)",
 }
 BASELINE_NEEDS = ("--agent-results", "--baseline-from")  # both sides from files: no model started
 
@@ -191,6 +193,8 @@ def plan(program: str, argv: list[str]) -> Run | str:
 def _plan_cli(argv: list[str], status: int, output: str) -> Run | str:
     command = subcommand(argv)
     reason = COMMAND_KINDS[command]
+    if command == "view" and option_value(argv, "--out") is not None:  # the page as a file: offline, quick
+        return Run("humanevalfix", tuple(argv), status, output)
     if reason is not None:
         return f"not run: {reason}"
     if command == "eval":

@@ -110,6 +110,7 @@ COMMAND_OUT: dict[str, Callable[[Path], list[str]]] = {
     "report": lambda results: ["report", str(results)],
     "score": lambda results: ["score", str(results)],
     "graph": lambda results: ["graph"],
+    "view": lambda results: ["view", str(results)],
 }
 
 

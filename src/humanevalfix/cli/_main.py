@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "serve": "humanevalfix.cli._serve",
     "sandbox": "humanevalfix.cli._sandbox",
     "graph": "humanevalfix.cli._graph",
+    "view": "humanevalfix.cli._view",
 }
 
 

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def _rescore(args: argparse.Namespace) -> int:
     from humanevalfix.evaluation import plusfile
     from humanevalfix.evaluation.rescore import rescore
-    from humanevalfix.evaluation.results import write_atomic
+    from humanevalfix.evaluation.results import load_results, write_atomic
     from humanevalfix.reports.summary import summary_table
     from humanevalfix.sandbox.executor import Limits
     from humanevalfix.sandbox.factory import build_executor
@@ -110,6 +110,7 @@ def _rescore(args: argparse.Namespace) -> int:
             f"pass@1+ inputs: {plus.path} (sha256 {plus.sha256[:12]}…), {len(plus.inputs)} task(s)", highlight=False
         )
     kind, docker = sandbox_from_args(args)
+    load_results(args.generations)  # a file that is no results file is one line, before any sandbox says a word
     executor = build_executor(kind, Limits(timeout_s=args.timeout), docker=docker)
     try:
         done = rescore(args.generations, executor, args.dataset_path, plus)

@@ -35,9 +35,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from humanevalfix.sandbox.cover import PACKAGE_DIR, covered  # humanevalfix/, hidden in the jail (hidden_package_dirs)
+
 # The code a jailed interpreter runs: sandbox/child/, standard library only (a test checks).
 CHILD_DIR = Path(__file__).resolve().parent / "child"
-PACKAGE_DIR = Path(__file__).absolute().parent.parent  # humanevalfix/, hidden in the jail (hidden_package_dirs)
 # The files of it the jail shows: the runner and the helpers it loads by path (runner.load_helper).
 # fix_driver.py is not among them: `fix` sends its source as the test program.
 RUNNER_FILES = (
@@ -143,7 +144,7 @@ class Jail:
         if self.level == "bwrap":
             return bwrap_argv(self, as_pid_1) + ["--", *argv]
         if self.level == "unshare":
-            return unshare_argv() + ["--", "/bin/sh", "-c", COVER, "hefix-cover", *covered_paths(), "--", *argv]
+            return unshare_argv() + ["--", *covered(argv)]
         if self.level == "docker":
             raise ValueError("a docker jail is a container: sandbox/docker.py starts it")
         return list(argv)
@@ -356,34 +357,6 @@ def unshare_argv() -> list[str]:
         "--mount-proc",
         "--kill-child",
     ]
-
-
-# Run first in the unshare jail's own mount namespace (then it execs the interpreter): each `ro:DIR`
-# is bound read-only over itself, each other DIR covered by an empty read-only tmpfs. A mount that
-# fails fails the jail (exit 126), never a jail without the cover.
-COVER = (
-    'while [ "$1" != -- ]; do case "$1" in '
-    'ro:*) mount --bind -o ro "${1#ro:}" "${1#ro:}" || exit 126 ;; '
-    '*) mount -t tmpfs -o ro,size=4k,mode=0555 hefix-covered "$1" || exit 126 ;; '
-    'esac; shift; done; shift; exec "$@"'
-)
-
-
-def covered_paths(environ: dict[str, str] | None = None) -> list[str]:
-    """What the unshare jail, which shows the host's file system, keeps from its candidates: this
-    package read-only (its own judge, which later jails bind, included), and covered: the bundled
-    dataset (every canonical solution and test) and the harness's caches with their sealing key
-    (cachedirs; made first, so that a candidate cannot plant a key of its own where none was yet)."""
-    from humanevalfix.cachedirs import seal_key, store_folders, user_cache
-
-    env = os.environ if environ is None else environ
-    stores = store_folders(env)
-    for folder in stores:
-        seal_key(folder)
-    folders = [*stores, user_cache(env) / "humanevalfix", PACKAGE_DIR / "evaluation" / "data"]
-    covered = dict.fromkeys(str(f.resolve()) for f in folders if f.is_dir())
-    package = dict.fromkeys((os.path.normpath(str(PACKAGE_DIR)), str(PACKAGE_DIR.resolve())))
-    return [f"ro:{d}" for d in package] + list(covered)
 
 
 def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) -> str | None:
