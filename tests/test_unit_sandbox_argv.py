@@ -25,6 +25,7 @@ import pytest
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import docker, jail
 from humanevalfix.sandbox.child.procs import start_time
+from humanevalfix.sandbox.cover import COVER
 from humanevalfix.sandbox.docker import (
     LABEL,
     NO_CLI,
@@ -108,9 +109,14 @@ def test_a_jail_refuses_a_bind_it_cannot_make() -> None:
 def test_wrap_puts_the_command_inside_the_jail() -> None:
     argv = ["python", "-I", "-c", "print(1)"]
     assert Jail("none").wrap(argv, as_pid_1=True) == argv and Jail("none").wrap(argv, as_pid_1=True) is not argv
-    assert Jail("unshare").wrap(argv, as_pid_1=False) == [*unshare_argv(), "--", *argv]
+    wrapped = Jail("unshare").wrap(argv, as_pid_1=False)
+    assert wrapped[: len(unshare_argv()) + 1] == [*unshare_argv(), "--"] and wrapped[-len(argv) - 1 :] == ["--", *argv]
     assert unshare_argv()[:3] == ["unshare", "--user", "--map-root-user"]
-    assert {"--net", "--pid", "--fork", "--mount-proc", "--kill-child"} <= set(unshare_argv())
+    assert {"--net", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child"} <= set(unshare_argv())
+    # In its own mount namespace, before the interpreter: this package read-only, its dataset covered.
+    cover = wrapped[len(unshare_argv()) + 1 : -len(argv) - 1]
+    assert cover[:4] == ["/bin/sh", "-c", COVER, "hefix-cover"]
+    assert f"ro:{PACKAGE_DIR.resolve()}" in cover and str((PACKAGE_DIR / "evaluation" / "data").resolve()) in cover
     with pytest.raises(ValueError, match="a docker jail is a container"):
         Jail("docker", python="python3").wrap(argv, as_pid_1=True)
 

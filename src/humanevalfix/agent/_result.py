@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-_ONLY_WHEN_SET = ("rewritten_from", "tokens_reasoning")  # left out of a recorded attempt when None or 0
+_ONLY_WHEN_SET = ("rewritten_from", "tokens_reasoning", "reply")  # left out of a recorded attempt when None or 0
+REPLY_KEPT = 8192  # characters of a turn's reply kept in its attempt (the viewer's turn), the rest cut and said
 
 
 @dataclass
@@ -31,6 +32,9 @@ class Attempt:
     # The strategy whose last reply in this turn brought nothing new, before the turn asked the last
     # resort instead (AgentSettings.rewrite_now); None when the turn kept its strategy.
     rewritten_from: str | None = None
+    # The model's reply as it came (its answer; native calls as `name(arguments)`), at most REPLY_KEPT
+    # characters: what `humanevalfix view` shows of the turn. Its reasoning is in the trace only.
+    reply: str | None = None
 
 
 @dataclass

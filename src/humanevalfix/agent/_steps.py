@@ -25,7 +25,7 @@ from humanevalfix.agent._conversation import Conversation, Exchange
 from humanevalfix.agent._fit import ContextFit
 from humanevalfix.agent._native import NativeConversation
 from humanevalfix.agent._request import RepairRequest
-from humanevalfix.agent._result import AgentResult, Attempt
+from humanevalfix.agent._result import REPLY_KEPT, AgentResult, Attempt
 from humanevalfix.agent._settings import AgentSettings, ToolMode
 from humanevalfix.agent._text import TextConversation
 from humanevalfix.agent.codecheck import CodeCheck
@@ -358,7 +358,18 @@ def _attempt(turn: int, temperature: float, reply: ChatReply, call: ParsedCall |
         key_index=reply.key_index,
         http_attempts=reply.http_attempts,
         strategy=strategy,
+        reply=_kept_reply(reply),
     )
+
+
+def _kept_reply(reply: ChatReply) -> str | None:
+    """The reply as the attempt keeps it (REPLY_KEPT characters at most, the cut said)."""
+    text = reply.content or ""
+    for call in reply.tool_calls:
+        text += ("\n" if text else "") + f"{call.name}({call.arguments})"
+    if len(text) > REPLY_KEPT:
+        text = text[:REPLY_KEPT] + f"\n… ({len(text) - REPLY_KEPT} more characters not kept)"
+    return text or None
 
 
 def _count_redrawn(attempt: Attempt, redrawn: list[tuple[str, ChatReply]]) -> None:
