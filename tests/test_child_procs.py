@@ -225,7 +225,9 @@ def test_apply_limits_caps_at_the_hard_limit_and_skips_unknown_or_unset(monkeypa
     ]
 
 
-def test_traits_reads_limits_priority_policy_affinity(monkeypatch: pytest.MonkeyPatch, fake_os: FakeOS) -> None:
+def test_traits_reads_limits_priority_policy_affinity_ioprio_oom_and_autogroup(
+    monkeypatch: pytest.MonkeyPatch, fake_os: FakeOS
+) -> None:
     seen: list[tuple[int, int]] = []
 
     def prlimit(pid: int, which: int) -> tuple[int, int]:
@@ -236,8 +238,11 @@ def test_traits_reads_limits_priority_policy_affinity(monkeypatch: pytest.Monkey
     monkeypatch.setattr(fake_os, "getpriority", lambda which, pid: 7, raising=False)
     monkeypatch.setattr(fake_os, "sched_getscheduler", lambda pid: 0, raising=False)
     monkeypatch.setattr(fake_os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(procs, "_ioprio", lambda pid: 4)
+    monkeypatch.setattr(procs, "_proc_text", lambda pid, name: f"{pid}:{name}")
     got = procs.traits(99)
-    assert got == (tuple((w, w + 1) for w in procs.RLIMITS), 7, 0, frozenset({0, 1}))
+    rlimits = tuple((w, w + 1) for w in procs.RLIMITS)
+    assert got == (rlimits, 7, 0, frozenset({0, 1}), 4, "99:oom_score_adj", "99:autogroup")
     assert seen == [(99, w) for w in procs.RLIMITS]
 
 
@@ -615,3 +620,11 @@ def test_keys_left_on_an_unknown_machine(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(procs, "SYS_KEYCTL", None)
     monkeypatch.setattr(procs, "_keyctl", lambda *a: pytest.fail("called keyctl"))
     assert procs.keys_left() is False
+
+
+def test_proc_text_and_ioprio_read_this_process_and_say_none_for_a_gone_one() -> None:
+    assert procs._proc_text(os.getpid(), "oom_score_adj") is not None
+    assert procs._proc_text(2**22 + 7, "oom_score_adj") is None
+    mine = procs._ioprio(os.getpid())
+    assert mine is None or mine >= 0
+    assert procs._ioprio(2**22 + 7) is None

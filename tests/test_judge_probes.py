@@ -533,21 +533,34 @@ os.SCHED_IDLE, os.sched_param(0)), lambda: os.sched_setaffinity(pid, {min(os.sch
             change()
         except OSError:
             pass
+    for name, value in (("oom_score_adj", "1000"), ("autogroup", "19")):  # /proc files of the same host uid
+        try:
+            with open(f"/proc/{pid}/{name}", "w") as fh:
+                fh.write(value)
+        except OSError:
+            pass
 """
 )
 
 # What a candidate inherits from the processes above it, as it prints it.
 SHOW_INHERITED = """
+def proc_self(name):
+    try:
+        with open(f"/proc/self/{name}") as fh:
+            return fh.read().split("nice")[-1].strip()  # autogroup: its nice value, not its number
+    except OSError:
+        return None
 print(sorted(resource.getrlimit(w) for w in (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, \
 resource.RLIMIT_FSIZE, resource.RLIMIT_STACK)), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), \
-sorted(os.sched_getaffinity(0)))
+sorted(os.sched_getaffinity(0)), proc_self("oom_score_adj"), proc_self("autogroup"))
 """
 
 
 @pytest.mark.parametrize("kind", ["bwrap", "docker", "unshare", "process"])
 def test_nothing_a_run_does_to_the_processes_it_outlives_reaches_the_next(kind: str) -> None:
-    """A candidate may lower the rlimits, priority, scheduling policy and CPU set of its zygote,
-    the server and the next run's judge (same user: no privilege needed), and none of them can
+    """A candidate may lower the rlimits, priority, scheduling policy, CPU set, OOM score and
+    autogroup nice of its zygote, the server and the next run's judge (same user: no privilege
+    needed; the /proc files of the same host uid), and none of them can
     raise them back: the server sees the change and retires, and the next run, on a fresh
     server, inherits what the first did. Its answer needs memory and files the lowered limits
     would refuse."""
@@ -685,7 +698,8 @@ def test_a_wrong_fix_cannot_cut_its_pass_at_1_plus_check(kind: str, tmp_path) ->
 def test_a_wrong_fix_cannot_spend_its_pass_at_1_plus_time_in_the_test(kind: str, tmp_path) -> None:
     """The check gets what is left of the run's time after the test, and the candidate decides how
     long its test takes: before 2026-11-27 one that slept through it (still passing) had every
-    input skipped and scored plus true. An input left unchecked now fails the check."""
+    input skipped and scored plus true. From then until issue 51 an input left unchecked failed the
+    check; now it is unknown (None, with the reason), never true: `score` checks it again."""
     from humanevalfix.evaluation.dataset import bundled_path, load_file
     from humanevalfix.evaluation.pluscases import CaseStore
     from humanevalfix.evaluation.scorer import score_task
@@ -703,8 +717,8 @@ def test_a_wrong_fix_cannot_spend_its_pass_at_1_plus_time_in_the_test(kind: str,
     assert store.get(task, None, 0.0, executor(kind)).count  # kept: the check follows the test in its run
     scored = score_task(code, code, task, executor(kind), store)
     plus = scored.scores["plus"]
-    assert scored.score.passed and plus["final"] is False and plus["inputs"] == 0, scored
-    assert "inputs were not checked: the run's time ran out before them" in plus["example"], plus
+    assert scored.score.passed and plus["final"] is None and plus["inputs"] == 0, scored
+    assert plus["example"].startswith("not checked: ") and "the run's time ran out before them" in plus["example"], plus
 
 
 def test_the_bundled_dataset_is_never_shown_to_a_candidate() -> None:

@@ -81,10 +81,39 @@ def apply_limits(limits: dict[str, int]) -> None:
 RLIMITS = tuple(sorted({getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}))
 
 
+def _proc_text(pid: int, name: str) -> str | None:
+    """/proc/<pid>/<name>, or None where this kernel has no such file (or it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/{name}", encoding="ascii", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+# ioprio_get(2) by architecture (no wrapper in the standard library); elsewhere it is not watched.
+_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}
+
+
+def _ioprio(pid: int) -> int | None:
+    number = _IOPRIO_GET.get(os.uname().machine)
+    if number is None:
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        value = libc.syscall(number, 1, pid)  # IOPRIO_WHO_PROCESS
+    except (OSError, AttributeError):
+        return None
+    return int(value) if value >= 0 else None
+
+
 def traits(pid: int) -> tuple[Any, ...] | None:
     """What a process hands down to every process it forks and what another process of the
     same user may change without any privilege: its rlimits (prlimit), nice value, scheduling
-    policy and CPU affinity. None when it cannot be read (gone).
+    policy, CPU affinity, I/O priority, OOM score adjustment and autogroup nice (the last two
+    through /proc, whose files a candidate of the same host uid may write). None when it cannot be
+    read (gone).
 
     A candidate runs as the same user as the server, the zygote and the next run's judge, so it
     can lower their limits or priority, and every later run would inherit them: the server
@@ -96,6 +125,9 @@ def traits(pid: int) -> tuple[Any, ...] | None:
             os.getpriority(os.PRIO_PROCESS, pid),
             os.sched_getscheduler(pid),
             frozenset(os.sched_getaffinity(pid)),
+            _ioprio(pid),
+            _proc_text(pid, "oom_score_adj"),
+            _proc_text(pid, "autogroup"),
         )
     except OSError:
         return None
