@@ -3,8 +3,8 @@
     python bench/plus_cases.py [--dataset PATH] [--limit N] [--compare-budget S]
 
 The canonical answers (evaluation/pluscases.py) keep inputs until the canonical solution has spent
-CASES_BUDGET_S on those kept. This computes every task's cases twice in one run, with that budget and
-with `--compare-budget` (default 2 s), on the default sandbox and with nothing kept on disk, and
+CASES_STEPS steps on those kept. This computes every task's cases twice in one run, with that budget and
+with `--compare-budget` (default ten times it), on the default sandbox and with nothing kept on disk, and
 prints the mean, the range and every task whose count differs: what the budget costs in strictness.
 """
 
@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from humanevalfix.evaluation.dataset import bundled_path, load_file
-from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, CaseStore
+from humanevalfix.evaluation.pluscases import CASES_STEPS, CaseStore
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import build_executor
 
@@ -23,13 +23,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=None, help="a HumanEvalPack-style JSONL file (default: the bundled copy)")
     parser.add_argument("--limit", type=int, default=None, help="the first N tasks only")
-    parser.add_argument("--compare-budget", type=float, default=2.0, help="the other budget, in seconds (default 2)")
+    parser.add_argument(
+        "--compare-budget",
+        type=int,
+        default=10 * CASES_STEPS,
+        help="the other budget, in steps (default 10 times ours)",
+    )
     args = parser.parse_args(argv)
     tasks = load_file(Path(args.dataset) if args.dataset else bundled_path()).tasks[: args.limit]
     executor = build_executor("auto", Limits())
-    counts: dict[float, dict[str, int]] = {}
+    counts: dict[int, dict[str, int]] = {}
     try:
-        for budget in (CASES_BUDGET_S, args.compare_budget):
+        for budget in (CASES_STEPS, args.compare_budget):
             store = CaseStore(None, budget)
             counts[budget] = {t.task_id: len(store.get(t, None, 0.0, executor).cases) for t in tasks}
     finally:
@@ -37,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     for budget, by_task in counts.items():
         values = list(by_task.values())
         print(
-            f"budget {budget:g} s: {sum(values) / max(1, len(values)):.1f} inputs per task on average ({min(values)} "
-            f"to {max(values)}), {len(values)} tasks"
+            f"budget {budget:,} steps: {sum(values) / max(1, len(values)):.1f} inputs per task on average "
+            f"({min(values)} to {max(values)}), {len(values)} tasks"
         )
     ours, other = counts.values()
     for task_id in ours:

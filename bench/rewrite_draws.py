@@ -107,7 +107,7 @@ def draw_rewrites(task: ds.Task, model: ChatModel, draws: int, settings: AgentSe
 def answers(code: str, task: ds.Task, inputs: list[tuple[object, ...]], executor: Executor) -> str:
     """What `code` answers on `inputs` (sandboxed, as the canonical answers are made): a key."""
     cases = pluscases.compute(
-        replace(task, canonical_code=code), inputs, 0.0, executor, budget_s=pluscases.ANSWERS_BUDGET_S
+        replace(task, canonical_code=code), inputs, 0.0, executor, budget_steps=pluscases.ANSWERS_STEPS
     )
     return (
         json.dumps([[c.text, c.expected] for c in cases.cases], sort_keys=True, default=repr)

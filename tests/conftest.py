@@ -428,8 +428,8 @@ def run_cli(
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The parent's environment without any API key variable, plus `extra`."""
-    drop = {"OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY", KEYS_ENV}
+    """The parent's environment without any API key variable (nor OPENAI_BASE_URL), plus `extra`."""
+    drop = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY", KEYS_ENV}
     env = {k: v for k, v in os.environ.items() if k not in drop}
     if env.get(DATASET_ENV):
         env[DATASET_ENV] = str(Path(env[DATASET_ENV]).resolve())
@@ -445,6 +445,12 @@ def results_of(path: Path) -> dict[str, Any]:
 def stream_records(path: Path) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [entry["record"] for entry in lines if entry.get("type") == "task"]
+
+
+@pytest.fixture(autouse=True)
+def _no_sdk_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OPENAI_BASE_URL in the developer's shell would be taken as --base-url (cli._options)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -30,8 +30,8 @@ def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_rati
 
 
 def test_plus_cases_compares_two_budgets_task_by_task(capsys: pytest.CaptureFixture[str]) -> None:
-    assert plus_cases.main(["--limit", "3", "--compare-budget", "0.0"]) == 0
+    assert plus_cases.main(["--limit", "3", "--compare-budget", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert re.match(r"budget 0\.2 s: [\d.]+ inputs per task on average \(\d+ to \d+\), 3 tasks", lines[0])
-    assert re.match(r"budget 0 s: 0\.0 inputs per task on average \(0 to 0\), 3 tasks", lines[1])
+    assert re.match(r"budget 10,000,000 steps: [\d.]+ inputs per task on average \(\d+ to \d+\), 3 tasks", lines[0])
+    assert re.match(r"budget 0 steps: 0\.0 inputs per task on average \(0 to 0\), 3 tasks", lines[1])
     assert [line.split(":")[0].strip() for line in lines[2:]] == ["Python/0", "Python/1", "Python/2"]

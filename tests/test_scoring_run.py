@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from humanevalfix.evaluation import robustness
-from humanevalfix.evaluation.pluscases import CASES_BUDGET_S, Cases, CaseStore, default_directory
+from humanevalfix.evaluation.pluscases import CASES_STEPS, Cases, CaseStore, default_directory
 from humanevalfix.evaluation.scorer import PASSED_MESSAGE, score, score_task
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, JUDGE, ExecResult, Executor, Limits
@@ -175,18 +175,24 @@ def test_the_key_follows_the_tasks_test_and_the_inputs(all_tasks: dict[str, Task
 def test_a_slow_canonical_solution_gets_fewer_inputs_within_the_budget(
     bwrap: Executor, all_tasks: dict[str, Task], tmp_path: Path
 ) -> None:
+    """The budget is in steps (issue 51): a canonical solution of a little more than an eighth of
+    the budget a call keeps 8 inputs of 40 (the one that passes the budget included), whatever the
+    machine's speed; the rest are dropped, by reason "budget". (A smaller budget than CASES_STEPS,
+    to be quick.)"""
     task = all_tasks["Python/2"]
+    budget = CASES_STEPS // 10
+    per_call = budget // 8 // 2  # a loop line and its `for` line: two steps a round
     slow = Task(
         **{
             **task.__dict__,
             "canonical_code": (
-                "import time\n\ndef truncate_number(number: float) -> float:\n    time.sleep(0.03)\n"
+                f"def truncate_number(number: float) -> float:\n    for _ in range({per_call}):\n        pass\n"
                 "    return number % 1.0\n"
             ),
         }
     )
-    cases = CaseStore(None).get(slow, [(float(i) + 0.5,) for i in range(40)], 0.0, bwrap)
-    assert 3 <= len(cases.cases) <= int(CASES_BUDGET_S / 0.03) + 1 and cases.dropped == 40 - len(cases.cases)
+    cases = CaseStore(None, budget).get(slow, [(float(i) + 0.5,) for i in range(40)], 0.0, bwrap)
+    assert len(cases.cases) == 8 and cases.dropped == 32 and json.loads(cases.drops) == {"budget": 32}, cases
     assert all(c.expected == ["float", 0.5] for c in cases.cases)
 
 

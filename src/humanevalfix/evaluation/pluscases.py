@@ -8,12 +8,12 @@ and test, the inputs or the generator's own source, and this module's) only wher
 keeps candidates off the host's file system: under `unshare` and `process` a candidate can write
 the user's files, and a verdict may depend only on what the candidate cannot touch.
 
-Which inputs become cases: those the canonical solution answers within PER_CALL_S each (a fifth of
-that after three inputs ran past it), in the generator's order (its costly mutations last), until
-the answers kept have cost it CASES_BUDGET_S (a slow canonical solution gets fewer inputs rather
-than a long check for every candidate) or the run has taken ANSWERS_BUDGET_S. Inputs on
-which it raises, runs long or (for a property test) lacks the property are outside the task's
-domain; answers larger than CASE_BYTES as JSON are left out too. Both are counted as dropped.
+Which inputs become cases is a pure function of the task, the inputs and the answers program
+(evaluation/plusanswers.py, issue 51): the canonical solution's work is counted in steps and CPU
+time, never wall time, so a loaded machine keeps the same cases as a quiet one. Inputs on which it
+raises, runs long, is past the budget or (for a property test) lacks the property are dropped, by
+reason (`Cases.drops`), and answers past CASE_BYTES as JSON. A task whose answers a loaded machine
+cannot finish has no cases for that run (`problem`: pass@1+ unknown, nothing kept).
 
 With the rows the harness writes what spares every checked candidate's judge its per-case work:
 the batch request's calls, and the answer a right candidate sends (`Cases.reply`), which the judge
@@ -33,8 +33,20 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from humanevalfix.cachedirs import keep, store_folder
-from humanevalfix.evaluation import plusdomain, plusgen, plusreply
+from humanevalfix.cachedirs import PLUS_STORE, fetch, keep, store_folder
+from humanevalfix.evaluation import plusanswers, plusdomain, plusgen, plusreply
+from humanevalfix.evaluation.plusanswers import (
+    ANSWERS,
+    ANSWERS_STEPS,
+    CASES_STEPS,
+    CHUNK_RESERVE_S,
+    CPU_S,
+    GENERATOR_VERSION,
+    MAX_RUNS,
+    STEP_S,
+    STEPS_PER_CALL,
+    initial_state,
+)
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.executor import Executor
@@ -42,13 +54,12 @@ from humanevalfix.sandbox.jail import FS
 from humanevalfix.tasks.support import support_code
 from humanevalfix.tasks.task import Task
 
-PER_CALL_S = 0.25  # the canonical solution's time per call; longer: the input is dropped
-CASES_BUDGET_S = 0.2  # the canonical solution's time on the inputs kept for one task, together
-ANSWERS_BUDGET_S = 3.0  # the answers run's time on one task, the dropped inputs' included
-CANDIDATE_FACTOR = 10  # a candidate's limit per call: max(2 * PER_CALL_S, this times the canonical's), 1 s at most
+PER_CALL_S = 0.25  # half a candidate's least time per call; and a property check's time
+# A candidate's limit per call: max(2 * PER_CALL_S, this times the canonical's nominal time), 1 s at most.
+CANDIDATE_FACTOR = 10
 TASK_BYTES = 1 << 20  # all of one task's cases, as JSON (they travel as one fact of the judge's)
 CASE_BYTES = TASK_BYTES  # one answer (a large one, f(1000) of Python/106, is where a fix fails)
-CACHE_ENV = "HUMANEVALFIX_PLUS_CACHE"  # the cache's directory, or "off"; default: the user's cache
+CACHE_ENV = PLUS_STORE[0]  # the cache's directory, or "off"; default: the user's cache
 
 
 @dataclass(frozen=True)
@@ -80,9 +91,12 @@ class Cases:
     problem: str | None = None  # why they could not be computed (the executor failed): not checked
     calls: str = ""
     reply: str | None = None
+    drops: str = ""  # the inputs dropped, by reason, as JSON ({"raised": 3, "long": 1}); "" for none
 
     @classmethod
-    def of(cls, cases: tuple[Case, ...], dropped: int = 0, atol: float = 0.0, problem: str | None = None) -> Cases:
+    def of(
+        cls, cases: tuple[Case, ...], dropped: int = 0, atol: float = 0.0, problem: str | None = None, drops: str = ""
+    ) -> Cases:
         rows = [[c.text, c.expected, c.limit_s] for c in cases]  # the trees travel in `calls`
         calls = plaindata.dumps([[c.tree, c.limit_s] for c in cases])
         reply = expected_reply(cases)
@@ -94,6 +108,7 @@ class Cases:
             problem,
             calls=blob(calls),
             reply=None if reply is None else blob(reply),
+            drops=drops,
         )
 
     @cached_property
@@ -117,6 +132,7 @@ class Cases:
                 "atol": self.atol,
                 "calls": self.calls,
                 "reply": self.reply,
+                "drops": self.drops,
                 "sha256": self.digest(),
             }
         )
@@ -222,45 +238,6 @@ COMMON = """
             _signal.setitimer(_signal.ITIMER_REAL, 0)
 """
 
-# The answers: the canonical solution in its own namespace (with the task's helpers), on each
-# input in order, until the budget is spent; reported as the fact "cases".
-_ANSWERS = """
-def _hefix_answers():
-    import ast as _ast, copy as _copy, json as _json, signal as _signal, time as _time
-__COMMON__
-    _ns = dict(globals())
-    exec(compile(__CANONICAL__, "<canonical>", "exec"), _ns)
-    _canonical = _ns[__ENTRY__]
-    _old = _signal.signal(_signal.SIGALRM, _alarm)
-    _start, _kept_s, _size, _dropped, _slow, _per_call, _cases = _time.monotonic(), 0.0, 0, 0, 0, __PER_CALL__, []
-    for _text in __INPUTS__:
-        if _kept_s >= __BUDGET__ or _time.monotonic() - _start >= __RUN_BUDGET__:
-            _dropped += 1
-            continue
-        _t0 = _time.monotonic()
-        try:
-            _args = _ast.literal_eval(_text)
-            _raw = _call(_canonical, _args, _per_call)
-            _took = _time.monotonic() - _t0
-            if _prop and not _holds(_args, _raw):
-                raise ValueError("the canonical answer does not have the test's property here")
-            _entry = [_text, None if _prop else _plain(_raw), min(1.0, max(2 * __PER_CALL__, __FACTOR__ * _took))]
-            _n = len(_json.dumps(_entry))
-            if _n > __CASE_BYTES__ or _size + _n > __TASK_BYTES__:
-                raise ValueError("too large to keep")
-        except BaseException as _exc:
-            _dropped += 1
-            if isinstance(_exc, _Slow):
-                _slow += 1
-                _per_call = __PER_CALL__ / 5 if _slow >= 3 else _per_call  # a domain with long runs: spend less on each
-            continue
-        _kept_s += _took
-        _size += _n
-        _cases.append(_entry)
-    _signal.signal(_signal.SIGALRM, _old)
-    globals()["@hefix.fact"]("cases", {"cases": _cases, "dropped": _dropped})
-"""
-
 
 def fill(program: str, task: Task, **values: Any) -> str:
     """A program with the shared part and the task's property and settings in it."""
@@ -273,12 +250,25 @@ def fill(program: str, task: Task, **values: Any) -> str:
     return text
 
 
-def answers_program(task: Task, inputs: list[tuple[Any, ...]], budget_s: float = CASES_BUDGET_S) -> str:
+def answers_program(
+    task: Task,
+    inputs: list[tuple[Any, ...]],
+    budget_steps: int = CASES_STEPS,
+    start: int = 0,
+    state: dict[str, Any] | None = None,
+    chunk_s: float = 4.0,
+) -> str:
     return fill(
-        _ANSWERS,
+        ANSWERS,
         task,
-        BUDGET=budget_s,
-        RUN_BUDGET=ANSWERS_BUDGET_S,
+        BUDGET=budget_steps,
+        RUN_STEPS=ANSWERS_STEPS,
+        STEPS=STEPS_PER_CALL,
+        STEP_S=STEP_S,
+        CPU_S=CPU_S,
+        CHUNK_S=chunk_s,
+        START=start,
+        STATE=state or initial_state(),
         CASE_BYTES=CASE_BYTES,
         TASK_BYTES=TASK_BYTES,
         CANONICAL=repr(task.canonical_code),
@@ -288,37 +278,63 @@ def answers_program(task: Task, inputs: list[tuple[Any, ...]], budget_s: float =
 
 
 def compute(
-    task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor, budget_s: float = CASES_BUDGET_S
+    task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor, budget_steps: int = CASES_STEPS
 ) -> Cases:
-    """The canonical solution's answers, from one sandboxed run without candidate code."""
-    # The function goes with the helpers (compiled as it is); the test is its call.
-    run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + answers_program(task, inputs, budget_s))
-    found = run.facts.get("cases")
-    if not run.passed or not isinstance(found, dict):
-        return Cases.of((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
-    return _from_data(found, atol)
+    """The canonical solution's answers, from sandboxed runs without candidate code: one, or more
+    where a run's time ends first (each goes on from the input the one before stopped at, with
+    its counts, so where a run stops changes nothing)."""
+    limits = getattr(executor, "limits", None)  # a run's time, less starting it and reporting; 1 s at least
+    chunk_s = max(1.0, float(getattr(limits, "timeout_s", 6.0)) - CHUNK_RESERVE_S)
+    start, state, tries = 0, initial_state(), 0
+    rows: list[Any] = []
+    for _ in range(MAX_RUNS):
+        program = answers_program(task, inputs, budget_steps, start, state, chunk_s)
+        # The function goes with the helpers (compiled as it is); the test is its call.
+        run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + program)
+        found = run.facts.get("cases")
+        if not run.passed or not isinstance(found, dict) or not isinstance(found.get("state"), dict):
+            return Cases.of((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
+        if found.get("undecided"):
+            tries += 1  # a loaded machine's run can be short of time: the same input again, twice at most
+            if tries < 3:
+                continue
+            return Cases.of((), problem=f"the canonical solution's answers: {found['undecided']}"[:600])
+        rows.extend(found.get("cases") or [])
+        state = found["state"]
+        following = found.get("next")
+        if following is None:
+            return _from_data({"cases": rows, "drops": state.get("drops") or {}}, atol)
+        if not isinstance(following, int) or following <= start:
+            return Cases.of((), problem="the canonical solution's answers: no progress")
+        start = following
+    return Cases.of((), problem=f"the canonical solution's answers: not done in {MAX_RUNS} runs")
 
 
 def _from_data(data: dict[str, Any], atol: float) -> Cases:
-    """From the answers run's fact: rows of (text, answer, limit)."""
+    """From the answers runs' facts: rows of (text, answer, limit), and the inputs dropped by reason."""
     rows = data.get("cases") or []
     cases = tuple(c for c in (_case(*row) for row in rows) if c is not None)
-    return Cases.of(cases, int(data.get("dropped") or 0) + len(rows) - len(cases), atol)
+    drops = {str(k): int(v) for k, v in (data.get("drops") or {}).items() if int(v)}
+    if len(rows) > len(cases):
+        drops["codec"] = drops.get("codec", 0) + len(rows) - len(cases)
+    return Cases.of(cases, sum(drops.values()), atol, drops=json.dumps(drops, sort_keys=True) if drops else "")
 
 
 def _from_file(data: dict[str, Any], atol: float) -> Cases | None:
     """From a kept file, as it was written (its payload is not decoded here: the check does that
     in the judge); None when it is damaged, so the cases are computed again."""
     payload, count, dropped, calls, reply = (data.get(k) for k in ("payload", "count", "dropped", "calls", "reply"))
+    drops = data.get("drops") or ""
     if (
         not isinstance(payload, str)
         or type(count) is not int
         or type(dropped) is not int
         or not isinstance(calls, str)
         or not (reply is None or isinstance(reply, str))
+        or not isinstance(drops, str)
     ):
         return None
-    found = Cases(payload, count, dropped, atol, calls=calls, reply=reply)
+    found = Cases(payload, count, dropped, atol, calls=calls, reply=reply, drops=drops)
     return found if data.get("sha256") == found.digest() else None
 
 
@@ -343,7 +359,14 @@ def _source_digest() -> str:
     codec, and this module's."""
     digest = hashlib.sha256()
     # plaindata: the reply is its bytes, which must mean the same values to the judge that reads them.
-    for path in (plusgen.__file__, plusdomain.__file__, plusreply.__file__, plaindata.__file__, __file__):
+    for path in (
+        plusgen.__file__,
+        plusdomain.__file__,
+        plusreply.__file__,
+        plaindata.__file__,
+        plusanswers.__file__,
+        __file__,
+    ):
         digest.update(Path(path).read_bytes())
     return digest.hexdigest()
 
@@ -351,14 +374,14 @@ def _source_digest() -> str:
 class CaseStore:
     """Cases by task, computed on first use: in memory for the process, on disk where it is safe.
 
-    `directory`: where they are kept on disk (None: memory only); `budget_s`: CASES_BUDGET_S, or
+    `directory`: where they are kept on disk (None: memory only); `budget_steps`: CASES_STEPS, or
     another to see what it changes (bench/plus_cases.py). Thread-safe: the run's workers share one
     store; two processes that compute the same task write the same file atomically.
     """
 
-    def __init__(self, directory: Path | None, budget_s: float = CASES_BUDGET_S) -> None:
+    def __init__(self, directory: Path | None, budget_steps: int = CASES_STEPS) -> None:
         self.directory = directory
-        self.budget_s = budget_s
+        self.budget_steps = budget_steps
         self._kept: dict[str, Cases] = {}
         self._lock = threading.Lock()
         self._version = _source_digest()
@@ -367,7 +390,8 @@ class CaseStore:
         given = "generated" if inputs is None else repr([repr(tuple(a)) for a in inputs])
         fields = [
             self._version,
-            repr(self.budget_s),
+            repr(self.budget_steps),
+            f"generator {GENERATOR_VERSION}",
             task.task_id,
             task.entry_point,
             task.canonical_code or "",
@@ -396,7 +420,7 @@ class CaseStore:
         if found is not None:
             return found
         args = plusgen.task_inputs(task) if inputs is None else inputs
-        cases = compute(task, args, atol, executor, self.budget_s) if args else Cases.of((), atol=atol)
+        cases = compute(task, args, atol, executor, self.budget_steps) if args else Cases.of((), atol=atol)
         if cases.problem is None:
             key = self.key(task, inputs, atol)
             with self._lock:
@@ -410,11 +434,12 @@ class CaseStore:
 
     def _read(self, key: str, atol: float) -> Cases | None:
         assert self.directory is not None
+        raw = fetch(self.directory, f"{key}.json")  # sealed by this harness, or not trusted (cachedirs)
         try:
-            data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            data = json.loads(raw.decode("utf-8")) if raw is not None else None
             return _from_file(data, atol) if isinstance(data, dict) else None
-        except (OSError, ValueError, TypeError):
-            return None  # missing or damaged: computed again
+        except (ValueError, TypeError):
+            return None  # missing, damaged or forged: computed again
 
     def _write(self, key: str, cases: Cases) -> None:
         assert self.directory is not None
@@ -422,4 +447,4 @@ class CaseStore:
 
 
 def default_directory(environ: dict[str, str] | None = None) -> Path | None:
-    return store_folder(CACHE_ENV, "plus-cases", environ)
+    return store_folder(CACHE_ENV, PLUS_STORE[1], environ)

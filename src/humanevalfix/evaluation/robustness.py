@@ -16,7 +16,9 @@ that passed the full tests:
   are compared as plain data: equal, floats within a tolerance, or, for a task whose test checks a
   property of the answer instead of its value (`assert abs(poly(xs, x)) < 1e-4`), that property.
   Any disagreement makes `plus` false; the count and the first (input, expected, got) are kept.
-  So does an input left unchecked because the run's time ran out (as EvalPlus counts a time-out).
+  An input left unchecked because the run's time ran out (a loaded machine, or a test that spent
+  it) is neither: with no disagreement elsewhere, `plus` is None (unknown) with the reason, and
+  `humanevalfix score` checks it again (issue 51). A task without cases has `plus` None too.
 - static: a candidate that compares a parameter to a literal from the tests and returns another
   test literal is `suspect_hardcoding`, with the line. It is a flag for a reader, not a verdict.
 
@@ -46,7 +48,7 @@ test_calls = plusgen.test_calls
 
 @dataclass(frozen=True)
 class Robustness:
-    plus: bool | None  # None: not checked (the candidate failed, or there is no canonical solution)
+    plus: bool | None  # None: not checked (the candidate failed, no canonical solution, no cases, inputs unreached)
     inputs: int = 0  # extra inputs on which both were compared (the canonical solution answered)
     example: str | None = None  # the first disagreement: input, expected, got
     suspect_hardcoding: tuple[str, ...] = field(default_factory=tuple)  # "line N: <source>"
@@ -157,11 +159,8 @@ _budget > 0 and _batch is not None else []
         raise AssertionError("plus: on input " + _first[0][:200] + " the canonical solution " + _what + \
 ", the candidate " + _show(_first[2])
                              + " (" + str(_differ) + " of " + str(_compared) + " inputs disagree)")
-    # An input the run's time ran out before is not checked, and a check is passed only on all of
-    # them: the candidate decides how long its test takes, and so what would be left to check.
-    if _skipped:
-        raise AssertionError("plus: " + str(_skipped) + " of " + str(_skipped + _compared) + \
-" inputs were not checked: the run's time ran out before them")
+    # An input the run's time ran out before is not checked: with no disagreement on the rest, the
+    # check neither passes nor fails (the harness reads `skipped` from the fact: pass@1+ unknown).
 """
 RESERVE_S = 2.0  # of the run's time, kept for the judge to report: a batch's grace and the reply
 # The candidate's time on all the cases, at most: what the default execution timeout leaves once the
@@ -221,6 +220,9 @@ def read_run(run: ExecResult) -> Differential:
     counts = run.facts.get("plus")
     counts = counts if isinstance(counts, dict) else {}
     compared, differ = int(counts.get("compared") or 0), int(counts.get("disagreements") or 0)
+    skipped = int(counts.get("skipped") or 0)
+    if run.passed and skipped:
+        return Differential(None, compared, example=unchecked(skipped, skipped + compared))
     if run.passed:
         return Differential(True, compared)
     message = run.message
@@ -228,12 +230,23 @@ def read_run(run: ExecResult) -> Differential:
     return Differential(False, compared, max(differ, 1), example.splitlines()[0][:600])
 
 
+UNCHECKED = "not checked: "  # how an unknown pass@1+'s reason begins (the summary counts them by it)
+NO_CASES = UNCHECKED + "the task has no pass@1+ cases"
+
+
+def unchecked(skipped: int, total: int) -> str:
+    return (
+        f"{UNCHECKED}{skipped} of {total} inputs: the run's time ran out before them (pass@1+ unknown; "
+        "`humanevalfix score` checks them again)"
+    )
+
+
 def differential(code: str, task: Task, executor: Executor, cases: Cases) -> Differential:
     """The candidate against the canonical answers, in one sandboxed run of its own."""
     if cases.problem is not None:
         return Differential(None, example=cases.problem)
-    if not cases.count:
-        return Differential(True)
+    if not cases.count:  # no cases, no claim: unknown, counted apart in the summary
+        return Differential(None, example=NO_CASES + (f" ({cases.dropped} inputs dropped)" if cases.dropped else ""))
     program = check_program(task, cases)
     return read_run(executor.run(code, program.call, program.support))
 

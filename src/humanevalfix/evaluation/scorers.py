@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from humanevalfix.evaluation.robustness import NO_CASES
 from humanevalfix.evaluation.scores import Candidates, Entry, Scorer, scorer
 from humanevalfix.runspec import RunSpec
 
@@ -87,7 +88,9 @@ class Plus(Scorer):
     """pass@1+: a passing candidate also agrees with the canonical solution on extra inputs.
 
     The check is evaluation/robustness.py's, appended to the test in the same run. None: not
-    checked (the candidate failed, or the task has no canonical code)."""
+    checked (the candidate failed, or the task has no canonical code), or unknown for a passing
+    candidate (the task has no cases, or inputs were left unchecked when the run's time ran out:
+    `example` says why); the summary counts those passes apart (`unknown`, `no_cases`)."""
 
     legacy_keys = ("plus", "plus_first", "plus_inputs", "plus_disagreements", "plus_example")
     legacy_summary_keys = ("passed_plus", "passed_first_plus", "pass_at_1_plus_first", "pass_at_1_plus_final")
@@ -127,7 +130,8 @@ class Plus(Scorer):
     def cell(self, record: Any, entry: Entry | None) -> str:
         e = entry or {}
         if e.get("final") is None:
-            return '<span class="muted">not checked</span>' if record.passed else ""
+            why = f" <pre>{_esc(e['example'])}</pre>" if record.passed and e.get("example") else ""
+            return f'<span class="muted">not checked</span>{why}' if record.passed else ""
         tried = f"{e.get('inputs', 0)} input(s)"
         if e["final"]:
             return f'<span class="pass">yes</span> <span class="muted">{_esc(tried)}, 0 disagree</span>'
@@ -138,19 +142,30 @@ class Plus(Scorer):
     def summarize(self, records: Sequence[Any]) -> Entry | None:
         n = len(records)
         plus = [(r, r.scores.get(self.name) or {}) for r in records]
-        checked = any(e.get("final") is not None for r, e in plus if r.passed) or any(
-            e.get("first") is not None for r, e in plus if r.passed_first
+        unknown = [e for r, e in plus if r.passed and e.get("final") is None and e.get("example")]
+        checked = (
+            any(e.get("final") is not None for r, e in plus if r.passed)
+            or any(e.get("first") is not None for r, e in plus if r.passed_first)
+            or bool(unknown)  # tried, and unknown (no cases, inputs left unchecked): said, not "0%"
         )
         if not n or not checked:
             return None  # older runs, no canonical code, nothing passed: not "0%"
         final = sum(1 for r, e in plus if r.passed and e.get("final") is True)
         first = sum(1 for r, e in plus if r.passed_first and e.get("first") is True)
-        return {
+        entry: dict[str, Any] = {
             "passed_first": first,
             "passed": final,
             "pass_at_1_first": rate(first, n),
             "pass_at_1_final": rate(final, n),
         }
+        # Passes whose pass@1+ is unknown, apart from both counts (issue 51); only when there are
+        # any, so a summary without them reads as it always did.
+        unknown_first = sum(1 for r, e in plus if r.passed_first and e.get("first") is None)
+        if unknown or unknown_first:
+            entry["unknown"] = sum(1 for r, e in plus if r.passed and e.get("final") is None)
+            entry["unknown_first"] = unknown_first
+            entry["no_cases"] = sum(1 for e in unknown if str(e.get("example")).startswith(NO_CASES))
+        return entry
 
     def migrate_summary(self, raw: Mapping[str, Any]) -> Entry | None:
         entry = {
@@ -184,7 +199,11 @@ class Plus(Scorer):
                 f"{pct(entry['passed_first'], tasks)} / {pct(entry['passed'], tasks)} (passes that also agree with "
                 f"the canonical solution on {_plus_source(spec)})",
             )
-        ]
+        ] + (
+            [("pass@1+ unknown, first / after repair", _unknown(entry))]
+            if entry.get("unknown_first") or entry.get("unknown")
+            else []
+        )
 
     def report_lines(self, entry: Entry | None, spec: RunSpec) -> list[str]:
         if not entry or entry.get("pass_at_1_final") is None:
@@ -193,6 +212,8 @@ class Plus(Scorer):
             f"pass@1+ first / after repair: {100 * float(entry.get('pass_at_1_first') or 0):.1f}% / "
             f"{100 * float(entry['pass_at_1_final']):.1f}%"
         ]
+        if entry.get("unknown_first") or entry.get("unknown"):
+            lines.append(f"pass@1+ unknown first / after repair: {_unknown(entry)}")
         source = spec.scoring.plus_source or {}
         if source.get("inputs") == "evalplus-file":
             lines.append(
@@ -210,6 +231,15 @@ class Plus(Scorer):
             n[r.task_id] += 1
             c[r.task_id] += int(r.passed and (r.scores.get(self.name) or {}).get("final") is True)
         return {t: c[t] / n[t] for t in n}
+
+
+def _unknown(entry: Entry) -> str:
+    """Passes whose pass@1+ is neither true nor false (Plus.summarize), and why."""
+    return (
+        f"{entry.get('unknown_first', 0)} / {entry.get('unknown', 0)} passes ({entry.get('no_cases', 0)} of a task "
+        "without cases; the others: inputs left unchecked when the run's time ran out, or no answers to compare "
+        "with, the task's plus_example says which; `score` checks them again), in neither pass@1+ nor its failures"
+    )
 
 
 def _plus_source(spec: RunSpec) -> str:

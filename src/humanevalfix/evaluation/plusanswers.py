@@ -1,0 +1,150 @@
+"""The pass@1+ answers program's budgets and text: what decides which inputs become cases (issue 51).
+
+The canonical solution's answers are made by ANSWERS, run in the sandbox's judge with no candidate
+code (evaluation/pluscases.py fills it in, runs it and keeps what it reports). Every decision it
+makes counts steps (Python's trace events inside the canonical call) or the call's CPU time, never
+wall time, so every machine keeps the same cases with the same answers; wall time only says where
+one run stops and the next goes on (`initial_state` is what goes on with it).
+
+Kept: the inputs the canonical solution answers within STEPS_PER_CALL steps and CPU_S of CPU time
+each (a fifth of the steps after three inputs ran past either), in the generator's order (its
+costly mutations last), until the answers kept have cost it CASES_STEPS (a slow canonical solution
+gets fewer inputs rather than a long check for every candidate) or all its calls ANSWERS_STEPS.
+A call that a fresh run's wall time cuts before either of its limits, three times, leaves the task
+without cases for that run (pluscases.compute), never with fewer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The canonical solution's work is counted in steps: the call, line and return events of Python's
+# trace inside its call (sys.settrace), the same count on any machine and under any load. About
+# 12 million a second untraced on the shared 2-core machine (STEP_S): the budgets are above what
+# the wall-clock ones before them allowed on it (0.25 s a call, 0.2 s for the inputs kept).
+STEPS_PER_CALL = 2_000_000  # the canonical solution's steps per call; more: the input is dropped
+# ...and its CPU time per call (not wall time: a loaded machine gives it the same), for work in C
+# that steps do not see (a product of huge ints, a string copied in a loop). A call stopped by
+# either is dropped the same way ("long"), so a slower machine that reaches this before the steps
+# drops what a faster one drops, with the same counts. About twice what the steps take traced on
+# the shared machine, and within a run's time (DEFAULT_TIMEOUT_S less CHUNK_RESERVE_S) at a third of a core.
+CPU_S = 1.5
+CHUNK_RESERVE_S = 1.2  # of a run's time: starting it and reporting; the rest is the answers' (CHUNK_S)
+CASES_STEPS = 10_000_000  # its steps on the inputs kept for one task, together
+ANSWERS_STEPS = 30_000_000  # its steps on one task, the dropped inputs' included
+STEP_S = 8e-8  # a nominal step's time, only for a candidate's limit (pluscases.CANDIDATE_FACTOR), not for cases
+GENERATOR_VERSION = 2  # 2: cases decided by steps (issue 51); 1: by the time the machine took
+MAX_RUNS = 40  # answers runs for one task at most (each goes on where the one before stopped)
+
+# The answers: the canonical solution in its own namespace (with the task's helpers), on each
+# input in order from __START__, until the step budget is spent; reported as the fact "cases".
+# Every decision counts steps (the trace's call, line and return events inside the canonical
+# call) or the call's CPU time (ITIMER_PROF, for work in C the steps do not see; either stops a
+# call the same way), never wall time, so the cases are the same on any machine. Wall time only
+# says when to stop this run and go on in the next one (__CHUNK_S__); a first call of a run that
+# it cuts is `undecided` (the harness tries again, then keeps nothing).
+ANSWERS = """
+def _hefix_answers():
+    import ast as _ast, copy as _copy, json as _json, signal as _signal, sys as _sys, time as _time
+__COMMON__
+    class _Over(BaseException):
+        pass
+    _ns = dict(globals())
+    exec(compile(__CANONICAL__, "<canonical>", "exec"), _ns)
+    _canonical = _ns[__ENTRY__]
+    _rang = [False, False]  # this run's time ran out; the call's CPU time did
+    def _ring(signum, frame):
+        _rang[0] = True  # kept even if the canonical catches _Slow
+        raise _Slow()
+    def _cpu(signum, frame):
+        _rang[1] = True
+        raise _Over()
+    _old = _signal.signal(_signal.SIGALRM, _ring)
+    _old_cpu = _signal.signal(_signal.SIGPROF, _cpu)
+    _st = dict(__STATE__)
+    _drops = _st["drops"]
+    _start, _cases, _next, _undecided = _time.monotonic(), [], None, None
+    _n = [0, 0]  # steps of this call, its limit
+    def _tr(frame, event, arg):
+        _n[0] += 1
+        if _n[0] > _n[1]:
+            _n[1] = 1 << 62  # once: the canonical may catch it; the count decides
+            raise _Over()
+        return _tr
+    _inputs = __INPUTS__
+    for _i in range(__START__, len(_inputs)):
+        _text = _inputs[_i]
+        if _st["kept"] >= __BUDGET__ or _st["all"] >= __RUN_STEPS__:
+            _drops["budget"] = _drops.get("budget", 0) + 1
+            continue
+        _left = __CHUNK_S__ - (_time.monotonic() - _start)
+        if _i > __START__ and _left < __CHUNK_S__ / 2:
+            _next = _i  # the rest in another run: where a run stops decides nothing
+            break
+        _why = None
+        try:
+            _args = _ast.literal_eval(_text)
+            _copied = _copy.deepcopy(_args)
+        except BaseException:
+            _drops["literal"] = _drops.get("literal", 0) + 1
+            continue
+        _n[0], _n[1], _rang[0], _rang[1] = 0, _st["per_call"], False, False
+        _signal.setitimer(_signal.ITIMER_REAL, max(_left, 0.01))
+        _signal.setitimer(_signal.ITIMER_PROF, __CPU_S__)
+        try:
+            _sys.settrace(_tr)
+            try:
+                _raw = _canonical(*_copied)
+            finally:
+                _sys.settrace(None)
+                _signal.setitimer(_signal.ITIMER_PROF, 0)
+                _signal.setitimer(_signal.ITIMER_REAL, 0)
+        except BaseException:
+            _why = "raised"
+        _long = _n[0] > _st["per_call"] or _rang[1]
+        if _rang[0] and not _long:
+            if _i > __START__:
+                _next = _i  # this run's time was short: the next run gives it all of its own
+            else:
+                _undecided = "input %d: this run's %g s ran out before its steps or CPU time" % (_i, __CHUNK_S__)
+            break
+        if _long:  # past its steps, or its CPU time (work in C the count does not see): the same
+            _why = "long"
+            _st["all"] += _st["per_call"]
+            _st["slow"] += 1
+            if _st["slow"] >= 3:
+                _st["per_call"] = __STEPS__ // 5  # a domain with long runs: spend less on each
+        else:
+            _st["all"] += _n[0]
+        _steps = _n[0]
+        if _why is None:
+            try:
+                if _prop and not _holds(_args, _raw):
+                    raise ValueError("the canonical answer does not have the test's property here")
+            except BaseException:
+                _why = "property"
+        if _why is None:
+            try:
+                _entry = [_text, None if _prop else _plain(_raw), \
+min(1.0, max(2 * __PER_CALL__, __FACTOR__ * _steps * __STEP_S__))]
+                _size = len(_json.dumps(_entry))
+            except BaseException:
+                _why = "answer"
+        if _why is None and (_size > __CASE_BYTES__ or _st["size"] + _size > __TASK_BYTES__):
+            _why = "size"
+        if _why is not None:
+            _drops[_why] = _drops.get(_why, 0) + 1
+            continue
+        _st["kept"] += _steps
+        _st["size"] += _size
+        _cases.append(_entry)
+    _signal.signal(_signal.SIGALRM, _old)
+    _signal.signal(_signal.SIGPROF, _old_cpu)
+    globals()["@hefix.fact"]("cases", {"cases": _cases, "next": _next, "state": _st, "undecided": _undecided})
+"""
+
+
+def initial_state() -> dict[str, Any]:
+    """What the answers carry from one run to the next: steps kept and spent, slow calls, the
+    limit per call, the bytes kept, and the inputs dropped by reason."""
+    return {"kept": 0, "all": 0, "slow": 0, "per_call": STEPS_PER_CALL, "size": 0, "drops": {}}
