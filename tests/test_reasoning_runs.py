@@ -231,3 +231,31 @@ def test_openai_base_url_is_checked_and_openais_own_is_the_default(
         assert said in proc.stderr and proc.returncode == 2, proc.stderr
     else:  # OpenAI itself: the preset as it is, which wants its key
         assert "used as --base-url" not in proc.stderr and "OPENAI_API_KEY" in proc.stderr, proc.stderr
+
+
+def test_a_run_made_now_shows_each_turns_reply_and_reasoning_in_the_viewer(
+    tmp_path: Path, tiny_dataset: Path, tiny_tasks: dict[str, Task]
+) -> None:
+    """What `humanevalfix view` needs is kept by default: each turn's reply as it came (its
+    reasoning apart, from the trace), read back from the page's data as the browser gets it."""
+    import re
+
+    from humanevalfix.reports.viewer import DATA_ELEMENT
+
+    def answer(rec: Recorded) -> Response:
+        task = tiny_tasks[entry_point_of(rec)]
+        return completion(think_draft(task.buggy_code, task.canonical_code or ""))
+
+    out, traces, page = tmp_path / "r.json", tmp_path / "traces", tmp_path / "page.html"
+    with ScriptedServer(answer) as server:
+        args = eval_args(server, tiny_dataset, out, "--model", "qwen3-8b", "--traces", str(traces), "--limit", "1")
+        assert run_cli(args, cwd=tmp_path).returncode == 0
+    proc = run_cli(["view", str(out), "--traces", str(traces), "--out", str(page)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text(encoding="utf-8")
+    match = re.search(rf'<script type="application/json" id="{DATA_ELEMENT}">(.*?)</script>', html, re.S)
+    assert match is not None
+    [row] = json.loads(match.group(1).replace("<\\/", "</"))["runs"][0]["tasks"].values()
+    [turn] = row["attempts"]
+    assert turn["reply"].startswith("Here is the fix:\n```python") and "<think>" not in turn["reply"]
+    assert turn["reasoning"] and "Let me draft it first" in turn["reasoning"][0]
