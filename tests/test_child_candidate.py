@@ -58,11 +58,13 @@ class Procs:
 
 class Signals:
     SIGALRM, ITIMER_REAL = signal.SIGALRM, signal.ITIMER_REAL
+    SIGPROF, ITIMER_PROF = signal.SIGPROF, signal.ITIMER_PROF
     SIGTERM, SIGHUP, SIGCHLD, SIG_DFL = signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIG_DFL
 
     def __init__(self) -> None:
         self.handlers: list[tuple[int, Any]] = []
         self.timers: list[float] = []
+        self.armed: list[tuple[int, float]] = []
 
     def signal(self, sig: int, handler: Any) -> Any:
         self.handlers.append((sig, handler))
@@ -70,6 +72,7 @@ class Signals:
 
     def setitimer(self, which: int, seconds: float) -> None:
         self.timers.append(seconds)
+        self.armed.append((which, seconds))
 
 
 @pytest.fixture
@@ -178,13 +181,22 @@ def test_a_batch_answers_each_call_within_its_limit_and_stops_at_what_cannot_be_
         "def stop(x):\n    raise SystemExit(x)\n"
     )
     loaded(cand, judge_end, code, ["f", "stop"])
-    cand.namespace["OUT_OF_TIME"] = candidate._OutOfTime()  # what the SIGALRM handler raises
+    cand.namespace["OUT_OF_TIME"] = candidate._OutOfTime()  # what the SIGPROF handler raises
     calls = [[plaindata.to_tree((i,)), 0.25] for i in range(6)]
     answer = cand.batch({"name": "f", "calls": calls, "budget_s": 5.0})
     assert answer == {"results": [["v", 0], ["v", 10], ["r", "ValueError: two"], ["t"], ["n", answer["results"][4][1]]]}
     assert answer["results"][4][1].startswith("returned ")
-    assert signals.timers[:2] == [0.25, 0]  # each call armed with its limit, disarmed after
-    assert signals.handlers[0][0] == signal.SIGALRM and signals.handlers[-1] == (signal.SIGALRM, "previous")
+    # Each call armed with what is left of the budget (wall clock) and its own limit (CPU time),
+    # both disarmed after.
+    (real, left), prof, *disarmed = signals.armed[:4]
+    assert real == signal.ITIMER_REAL and 4.0 < left <= 5.0 and prof == (signal.ITIMER_PROF, 0.25)
+    assert disarmed == [(signal.ITIMER_PROF, 0), (signal.ITIMER_REAL, 0)]
+    assert [h[0] for h in signals.handlers[:2]] == [signal.SIGPROF, signal.SIGALRM]
+    assert signals.handlers[-2:] == [(signal.SIGPROF, "previous"), (signal.SIGALRM, "previous")]
+    cand.namespace["OUT_OF_TIME"] = candidate._OutOfBudget()  # what the SIGALRM handler raises
+    assert cand.batch({"name": "f", "calls": calls, "budget_s": 5.0}) == {
+        "results": [["v", 0], ["v", 10], ["r", "ValueError: two"]]  # the budget gone: nothing more
+    }
     stopped = cand.batch({"name": "stop", "calls": calls[:2], "budget_s": 5.0})
     assert stopped == {"results": [["n", "raised SystemExit"]]}
     assert cand.batch({"name": "f", "calls": calls, "budget_s": -1.0}) == {"results": []}  # past the budget

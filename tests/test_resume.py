@@ -70,10 +70,10 @@ def test_interrupted_cli_run_resumes_to_the_same_records(
             server.base_url,
             "--dataset-path",
             str(dataset_path),
-            "--max-iters",
-            "1",
             "--workers",
             "1",  # one at a time, slowly: still going when interrupted (the default here would be 4)
+            "--max-iters",
+            "1",  # the last: changed below, to be refused
         ]
         proc = subprocess.Popen(
             [sys.executable, str(CLI), *common, "--limit", str(TASK_COUNT), "--out", str(out)],

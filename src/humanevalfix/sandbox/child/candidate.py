@@ -39,11 +39,21 @@ def standby_signals() -> None:
 
 
 class _OutOfTime(BaseException):
-    """A batch call's own limit ran out (SIGALRM)."""
+    """A batch call's own limit ran out: its CPU time (SIGPROF), the same on a busy machine as on a
+    quiet one, so that load never makes a right answer late."""
+
+
+class _OutOfBudget(BaseException):
+    """The batch's budget, on the wall clock, ran out during a call (SIGALRM): that call and the rest
+    go unanswered, and the judge's own clock says they were not reached."""
 
 
 def _alarm(_signum: int, _frame: Any) -> None:
     raise _OutOfTime
+
+
+def _budget_gone(_signum: int, _frame: Any) -> None:
+    raise _OutOfBudget
 
 
 @dataclass
@@ -135,8 +145,9 @@ class _Candidate:
             return {"raised": self.raised(exc)}
 
     def batch(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Many calls of one function, each within its own limit, all within the budget (the answer
-        is shorter when it ran out). A call out of time is interrupted and the next one made."""
+        """Many calls of one function, each within its own limit of CPU time, all within the budget
+        on the wall clock (the answer is shorter when it ran out). A call out of time is interrupted
+        and the next one made."""
         plain = self.plain
         try:
             func = self.namespace[str(message["name"])]
@@ -145,20 +156,26 @@ class _Candidate:
         except BaseException as exc:
             return {"results": [["n", f"the calls could not be read: {type(exc).__name__}"]]}
         results: list[Any] = []
-        previous = signal.signal(signal.SIGALRM, _alarm)
+        previous = signal.signal(signal.SIGPROF, _alarm)
+        previous_alarm = signal.signal(signal.SIGALRM, _budget_gone)
         try:
             for args, limit in calls:
-                if time.monotonic() > end:
+                left = end - time.monotonic()
+                if left <= 0:
                     break
                 try:
-                    signal.setitimer(signal.ITIMER_REAL, max(limit, 0.001))
+                    signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
+                    signal.setitimer(signal.ITIMER_PROF, max(limit, 0.001))
                     try:
                         value = func(*args)
                     finally:
+                        signal.setitimer(signal.ITIMER_PROF, 0)
                         signal.setitimer(signal.ITIMER_REAL, 0)
                 except _OutOfTime:
                     results.append(["t"])
                     continue
+                except _OutOfBudget:
+                    break
                 except Exception as exc:
                     results.append(["r", f"{type(exc).__name__}: {self.execution.exception_text(exc)[:100]}"])
                     continue
@@ -171,7 +188,8 @@ class _Candidate:
                     results.append(["n", f"returned {exc}"])
                     break
         finally:
-            signal.signal(signal.SIGALRM, previous)
+            signal.signal(signal.SIGPROF, previous)
+            signal.signal(signal.SIGALRM, previous_alarm)
         return {"results": results}
 
     def raised(self, exc: BaseException) -> dict[str, Any]:
