@@ -61,6 +61,7 @@ class _Signals:
     """The candidate's `signal` module for a batch: handlers and timers recorded, never set."""
 
     SIGALRM, ITIMER_REAL = signal.SIGALRM, signal.ITIMER_REAL
+    SIGPROF, ITIMER_PROF = signal.SIGPROF, signal.ITIMER_PROF
     SIGTERM, SIGHUP, SIGCHLD, SIG_DFL = signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIG_DFL
 
     def __init__(self) -> None:
