@@ -28,7 +28,6 @@ from humanevalfix.fixer import command, patch, project, usertests
 from humanevalfix.fixer.command import (
     EXIT_FIXED,
     EXIT_NOT_FIXED,
-    FALLBACK_ADVICE,
     apply_fix,
     backup_path,
     check_writable,
@@ -109,21 +108,14 @@ def test_fix_executor_asks_for_the_sandbox_with_the_project_read_only(built: Bui
     assert all(lim is limits for _, lim, _ in built.calls)
 
 
-def test_fix_executor_auto_passes_the_fallback_warning_with_the_advice(built: Built, tmp_path: Path) -> None:
+def test_fix_executor_shows_auto_the_project_and_hands_every_level_the_warning(built: Built, tmp_path: Path) -> None:
+    """`auto` is bwrap or a refusal (sandbox.factory), so it gets the project's binds; what an
+    explicit weaker level says of its exposure goes to fix's `warn`, printed under the sandbox line."""
     warnings: list[str] = []
-    fix_executor("auto", Limits(), (tmp_path,), warnings.append)
-    kind, _, kwargs = built.calls[0]
-    assert kind == "auto" and kwargs["ro_binds"] == (tmp_path,)
-    kwargs["warn"]("no file-system isolation (bwrap is not installed)")  # what the factory says on a fallback
-    assert warnings == [f"no file-system isolation (bwrap is not installed) ({FALLBACK_ADVICE})"]
-
-
-def test_fix_executor_auto_warns_on_stderr_by_default(
-    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    fix_executor("auto", Limits(), (tmp_path,))
-    built.calls[0][2]["warn"]("weaker")
-    assert capsys.readouterr().err == f"warning: weaker ({FALLBACK_ADVICE})\n"
+    for kind in ("auto", "unshare"):
+        fix_executor(kind, Limits(), (tmp_path,), warnings.append)
+    assert [(kind, kwargs["ro_binds"]) for kind, _, kwargs in built.calls] == [("auto", (tmp_path,)), ("unshare", ())]
+    assert all(kwargs["warn"] == warnings.append for _, _, kwargs in built.calls)
 
 
 # ---------------------------------------------------------------- --write
@@ -292,7 +284,8 @@ def test_run_fix_stops_when_the_tests_already_pass(
     assert "sandbox: none (a test's stand-in)" in captured.err
     assert "before the fix: passed (all tests passed)" in captured.err
     (kind, limits, kwargs) = built.calls[0]
-    assert kind == "process" and limits.timeout_s == 6.0 and kwargs == {"ro_binds": (), "docker": None}
+    assert kind == "process" and limits.timeout_s == 6.0 and set(kwargs) == {"ro_binds", "docker", "warn"}
+    assert kwargs["ro_binds"] == () and kwargs["docker"] is None  # its exposure line goes to fix's notes (warn)
     assert built.closed == 1  # the sandbox closed on the way out
     assert '"module": "calc"' in built.programs[0].replace('\\"', '"')  # the driver told to import calc
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -60,10 +59,10 @@ def fix_executor(
 ) -> Executor:
     """The sandbox for `fix`: bwrap showing `needs` (the user's project) read-only at their own paths.
 
-    `auto` is chosen as for eval (sandbox.factory): bwrap where it works with those binds; where it
-    does not, unshare (own network and PID namespaces) or process, which share the host's file
-    system: `warn` is told why, and that a candidate can then write anywhere the user can.
-    RestrictedPython cannot run pytest or import the user's modules, so `restricted` is refused.
+    `auto` is chosen as for eval (sandbox.factory): bwrap where it works with those binds, else a
+    refusal naming the ways on. An explicit `unshare` or `process` shares the host's file system:
+    `warn` is told what a candidate can then reach (by default a line on stderr). RestrictedPython
+    cannot run pytest or import the user's modules, so `restricted` is refused.
     `docker` binds `needs` read-only into the container at their own paths (the image must have what
     your tests import: the default one has the standard library, numpy and pytest).
     """
@@ -72,18 +71,8 @@ def fix_executor(
             "--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; "
             "use --sandbox auto, bwrap, unshare, process or docker"
         )
-    if kind == "auto":  # the choice itself is the factory's, as for eval; the advice is fix's
-        return build_executor(
-            kind, limits, ro_binds=needs, warn=lambda line: (warn or _stderr)(f"{line} ({FALLBACK_ADVICE})")
-        )
-    return build_executor(kind, limits, ro_binds=needs if kind in ("bwrap", "docker") else (), docker=docker)
-
-
-FALLBACK_ADVICE = "install bubblewrap, or run fix in a tree you can restore"
-
-
-def _stderr(line: str) -> None:
-    print(f"warning: {line}", file=sys.stderr)
+    binds = needs if kind in ("auto", "bwrap", "docker") else ()  # the other levels see the host's files anyway
+    return build_executor(kind, limits, ro_binds=binds, docker=docker, warn=warn)
 
 
 def backup_path(path: Path) -> Path:
@@ -195,7 +184,7 @@ def run_fix(
         )
         console.print(f"fix {what}, may change {target}); {escape(tests.label)} ({tests.kind})")
         console.print(f"sandbox: {escape(executor.isolation)}")
-        for line in notes:  # a fallback from bwrap: the user's files are not protected
+        for line in notes:  # a weaker level chosen explicitly: the user's files are not protected
             console.print(f"[bold yellow]warning[/]: {escape(line)}")
         baseline = executor.check(user_file.source if user_file else "", trace=True)
         console.print(tests_line(baseline, "before the fix"))
