@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from humanevalfix.evaluation import robustness
+from humanevalfix.evaluation.plusanswers import ANSWERS_RUN_S
 from humanevalfix.evaluation.pluscases import Cases, CaseStore
 from humanevalfix.evaluation.scorers import Plus
 from humanevalfix.runspec import RunSpec
@@ -56,8 +57,10 @@ def hogs() -> Iterator[None]:
             p.join()
 
 
-def _rows(executor: Executor, tasks: dict[str, Task], ids: tuple[str, ...] = SLOW + CPU_BOUND) -> dict[str, Any]:
-    store = CaseStore(None)  # nothing kept: every task computed again
+def _rows(
+    executor: Executor, tasks: dict[str, Task], ids: tuple[str, ...] = SLOW + CPU_BOUND, run_s: float = ANSWERS_RUN_S
+) -> dict[str, Any]:
+    store = CaseStore(None, run_s=run_s)  # nothing kept: every task computed again
     found = {}
     for tid in ids:
         cases = store.get(tasks[tid], None, 0.0, executor)
@@ -93,10 +96,11 @@ def test_cases_beside_cpu_hogs_are_the_quiet_machines(
 @pytest.mark.e2e
 def test_cases_from_short_runs_are_those_of_one_long_run(quiet: dict[str, Any], all_tasks: dict[str, Task]) -> None:
     """Runs of 4 s (2.8 s for the answers, a run stopping between inputs once half is spent) in
-    place of 6 s: the slow tasks' answers take more runs, with the same outcome."""
+    place of 30 s, as an executor that takes no `timeout_s` gives them: the slow tasks' answers
+    take more runs, with the same outcome."""
     ex = build_executor("bwrap", Limits(timeout_s=4.0))
     try:
-        short = _rows(ex, all_tasks, SLOW)
+        short = _rows(ex, all_tasks, SLOW, run_s=4.0)
     finally:
         ex.close()
     assert short == {tid: quiet[tid] for tid in SLOW}
@@ -156,3 +160,58 @@ def test_the_summary_counts_unknown_passes_apart() -> None:
     # Every pass unknown is still said, not "no pass@1+".
     only = plus.summarize(records[2:3])
     assert only is not None and only["passed"] == 0 and only["no_cases"] == 1
+
+
+# --- the answers' own time -----------------------------------------------------------------------
+
+
+class _Seen:
+    """An executor that records each run's time and answers with no cases (a run saying so)."""
+
+    def __init__(self, with_timeout: bool) -> None:
+        self.limits, self.times = Limits(timeout_s=6.0), []  # type: ignore[var-annotated]
+        if with_timeout:
+            self.run = self._run_timed  # type: ignore[method-assign]
+
+    def _answer(self) -> ExecResult:
+        state = {"kept": 0, "all": 0, "slow": 0, "per_call": 1, "size": 0, "drops": {}}
+        return ExecResult("passed", "ok", facts={"cases": {"cases": [], "next": None, "state": state}})
+
+    def run(self, code: str, test: str, support: str = "") -> ExecResult:
+        self.times.append((None, _chunk(support)))
+        return self._answer()
+
+    def _run_timed(self, code: str, test: str, support: str = "", timeout_s: float | None = None) -> ExecResult:
+        self.times.append((timeout_s, _chunk(support)))
+        return self._answer()
+
+    def close(self) -> None:
+        pass
+
+
+def _chunk(program: str) -> float | None:
+    """The run's time the answers program was written for (its __CHUNK_S__), if it is one."""
+    marker = "this run's %g s ran out before its steps or CPU time\" % (_i, "
+    return float(program.split(marker, 1)[1].split(")", 1)[0]) if marker in program else None
+
+
+def test_answers_runs_take_their_own_time_where_the_executor_takes_one(all_tasks: dict[str, Task]) -> None:
+    from humanevalfix.evaluation.activity import Activity, TrackedExecutor
+    from humanevalfix.evaluation.pluscases import compute
+    from humanevalfix.sandbox.executor import takes_timeout
+    from humanevalfix.sandbox.pool import ExecutorPool
+
+    task = all_tasks["Python/0"]
+    timed, plain = _Seen(True), _Seen(False)
+    assert takes_timeout(timed) and not takes_timeout(plain)
+    compute(task, [([1.0, 2.0], 0.5)], 0.0, timed)  # type: ignore[arg-type]
+    assert timed.times == [(ANSWERS_RUN_S, ANSWERS_RUN_S - 1.2)]
+    compute(task, [([1.0, 2.0], 0.5)], 0.0, plain)  # type: ignore[arg-type]  # a plugin: its own 6 s
+    assert plain.times == [(None, 6.0 - 1.2)]
+    # Wrappers take it only where what they wrap does: the pool, and a tracked pool.
+    for inner, takes in ((timed, True), (plain, False)):
+        pool = ExecutorPool(lambda inner=inner: inner, 1)  # type: ignore[misc]
+        tracked = TrackedExecutor(pool, Activity(lambda: 0.0), 0, task.task_id)
+        assert (takes_timeout(pool), takes_timeout(tracked)) == (takes, takes)
+    tracked.run("", "pass\n")  # a run without `timeout_s` passes none on
+    assert plain.times[-1] == (None, None)

@@ -42,7 +42,7 @@ from humanevalfix.sandbox import cgroup
 from humanevalfix.sandbox.cgroup import MEMORY, PROCS
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.docker import LABEL, OWNER_LABEL, DockerSettings, daemon_problem, owner_label
-from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB
+from humanevalfix.sandbox.executor import LANG, OUTPUT_CAP, ExecResult, Limits, MiB, takes_timeout
 from humanevalfix.sandbox.factory import DEFAULT_SANDBOX, SANDBOXES, build_executor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
 from humanevalfix.sandbox.jail import EXPOSURE, FS, NET, PIDS, best_level
@@ -171,6 +171,20 @@ def test_long_sleep_times_out(ex: Any) -> None:
         refused(result)  # `import time` is not a prelude module
     else:
         contained(result, ("timeout",))
+    still_works(ex)
+
+
+def test_the_harness_may_give_its_own_program_a_longer_time(ex: Any) -> None:
+    """`timeout_s` of one run (the pass@1+ answers: no candidate code) replaces the limits' time
+    for that run only: the same program times out at the executor's own, and the next run has it again."""
+    if not takes_timeout(ex):  # optional for a plugin's executor: the answers then take its own time
+        assert ex.name == PLUGIN_SANDBOX, f"{ex.name}: a built-in executor's run takes timeout_s"
+        return
+    support, test = "def _slow():\n    import time\n    time.sleep(TIMEOUT + 0.5)\n", "_slow()\n"
+    support = support.replace("TIMEOUT", repr(TIMEOUT))
+    longer = ex.run("", test, support, timeout_s=TIMEOUT + 3.0)
+    assert longer.status == "passed", longer
+    contained(ex.run("", test, support), ("timeout",))
     still_works(ex)
 
 

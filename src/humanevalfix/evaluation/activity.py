@@ -97,9 +97,15 @@ class TrackedExecutor:
     def __init__(self, inner: Any, activity: Activity, slot: int, task_id: str) -> None:
         self.inner, self.activity, self.slot, self.task_id = inner, activity, slot, task_id
 
-    def run(self, code: str, test: str, support: str = "") -> ExecResult:
+    @property
+    def wrapped(self) -> Any:
+        return self.inner
+
+    def run(self, code: str, test: str, support: str = "", timeout_s: float | None = None) -> ExecResult:
         self.activity.set(self.slot, self.task_id, TESTING)
-        return self.inner.run(code, test, support)
+        if timeout_s is None:
+            return self.inner.run(code, test, support)
+        return self.inner.run(code, test, support, timeout_s=timeout_s)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -1,4 +1,5 @@
-"""The pass@1+ answers program's budgets and text: what decides which inputs become cases (issue 51).
+"""The pass@1+ answers program's budgets and text, and the normal form (COMMON) it shares with the
+check: what decides which inputs become cases (issue 51).
 
 The canonical solution's answers are made by ANSWERS, run in the sandbox's judge with no candidate
 code (evaluation/pluscases.py fills it in, runs it and keeps what it reports). Every decision it
@@ -27,8 +28,12 @@ STEPS_PER_CALL = 2_000_000  # the canonical solution's steps per call; more: the
 # that steps do not see (a product of huge ints, a string copied in a loop). A call stopped by
 # either is dropped the same way ("long"), so a slower machine that reaches this before the steps
 # drops what a faster one drops, with the same counts. About twice what the steps take traced on
-# the shared machine, and within a run's time (DEFAULT_TIMEOUT_S less CHUNK_RESERVE_S) at a third of a core.
+# the shared machine, and within a run's time (ANSWERS_RUN_S less CHUNK_RESERVE_S) at a twentieth of a core.
 CPU_S = 1.5
+# A run of the answers (no candidate code) takes this long at most where the executor lets the
+# harness say (sandbox.executor.takes_timeout), not the candidates' --timeout: a first call needs
+# its CPU_S in one run, which a run of 6 s does not give it at a fifth of a core (beside hogs).
+ANSWERS_RUN_S = 30.0
 CHUNK_RESERVE_S = 1.2  # of a run's time: starting it and reporting; the rest is the answers' (CHUNK_S)
 CASES_STEPS = 10_000_000  # its steps on the inputs kept for one task, together
 ANSWERS_STEPS = 30_000_000  # its steps on one task, the dropped inputs' included
@@ -148,3 +153,68 @@ def initial_state() -> dict[str, Any]:
     """What the answers carry from one run to the next: steps kept and spent, slow calls, the
     limit per call, the bytes kept, and the inputs dropped by reason."""
     return {"kept": 0, "all": 0, "slow": 0, "per_call": STEPS_PER_CALL, "size": 0, "drops": {}}
+
+
+# The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
+# and are kept as they are. Plain data only: an object of the candidate's cannot decide the
+# comparison. Indented for the body of a function.
+COMMON = """
+    class _Slow(Exception):
+        pass
+    def _alarm(signum, frame):
+        raise _Slow()
+    def _plain(x, depth=0):
+        if depth > 20:
+            return ["deep"]
+        if x is None or type(x) in (bool, str):
+            return x
+        if type(x) is int:
+            return x if x.bit_length() < 13000 else ["bigint", hex(x)]
+        if isinstance(x, float) or type(x).__name__.startswith("float"):
+            return ["float", float(x)]
+        if type(x) is complex:
+            return ["complex", repr(x)]
+        if type(x) is bytes:
+            return ["bytes", repr(x)]
+        if type(x) in (list, tuple):
+            _kinds = set(map(type, x))  # a long flat answer: checked in C loops, not item by item
+            if depth < 20 and (_kinds <= {str, bool, type(None)} or \
+(_kinds == {int} and max(max(x).bit_length(), min(x).bit_length()) < 13000)):
+                return [type(x).__name__, list(x)]
+            return [type(x).__name__, [_plain(i, depth + 1) for i in x]]
+        if type(x) in (set, frozenset):
+            return ["set", sorted(repr(_plain(i, depth + 1)) for i in x)]
+        if type(x) is dict:
+            return ["dict", sorted([repr(_plain(k, depth + 1)), repr(_plain(v, depth + 1))] for k, v in x.items())]
+        if type(x).__name__.startswith("int") and hasattr(x, "item"):
+            return _plain(int(x.item()), depth)
+        return ["object", type(x).__name__]
+    def _call(f, args, limit):
+        _signal.setitimer(_signal.ITIMER_REAL, limit)
+        try:
+            return f(*_copy.deepcopy(args))
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+    _prop = __PROPERTY__
+    if _prop:
+        _pns = dict(globals())
+        for _line in _prop["imports"]:
+            try:
+                exec(_line, _pns)
+            except Exception:
+                pass
+        _checks = [compile(_e, "<property>", "eval") for _e in _prop["asserts"]]
+    def _holds(args, out):
+        env = dict(_pns)
+        for name, value in zip(_prop["params"], args):
+            if name:
+                env[name] = _copy.deepcopy(value)
+        env[_prop["result"]] = out
+        _signal.setitimer(_signal.ITIMER_REAL, __PER_CALL__)
+        try:
+            return all(eval(_c, env) for _c in _checks)
+        except BaseException:
+            return False
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+"""

@@ -37,9 +37,11 @@ from humanevalfix.cachedirs import PLUS_STORE, fetch, keep, store_folder
 from humanevalfix.evaluation import plusanswers, plusdomain, plusgen, plusreply
 from humanevalfix.evaluation.plusanswers import (
     ANSWERS,
+    ANSWERS_RUN_S,
     ANSWERS_STEPS,
     CASES_STEPS,
     CHUNK_RESERVE_S,
+    COMMON,
     CPU_S,
     GENERATOR_VERSION,
     MAX_RUNS,
@@ -49,7 +51,7 @@ from humanevalfix.evaluation.plusanswers import (
 )
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.sandbox.child import plaindata
-from humanevalfix.sandbox.executor import Executor
+from humanevalfix.sandbox.executor import Executor, takes_timeout
 from humanevalfix.sandbox.jail import FS
 from humanevalfix.tasks.support import support_code
 from humanevalfix.tasks.task import Task
@@ -174,71 +176,6 @@ def _rows(payload: str) -> list[Any]:
     return rows
 
 
-# The normal form both programs compare in: JSON data (lists, not tuples), so that answers travel
-# and are kept as they are. Plain data only: an object of the candidate's cannot decide the
-# comparison. Indented for the body of a function.
-COMMON = """
-    class _Slow(Exception):
-        pass
-    def _alarm(signum, frame):
-        raise _Slow()
-    def _plain(x, depth=0):
-        if depth > 20:
-            return ["deep"]
-        if x is None or type(x) in (bool, str):
-            return x
-        if type(x) is int:
-            return x if x.bit_length() < 13000 else ["bigint", hex(x)]
-        if isinstance(x, float) or type(x).__name__.startswith("float"):
-            return ["float", float(x)]
-        if type(x) is complex:
-            return ["complex", repr(x)]
-        if type(x) is bytes:
-            return ["bytes", repr(x)]
-        if type(x) in (list, tuple):
-            _kinds = set(map(type, x))  # a long flat answer: checked in C loops, not item by item
-            if depth < 20 and (_kinds <= {str, bool, type(None)} or \
-(_kinds == {int} and max(max(x).bit_length(), min(x).bit_length()) < 13000)):
-                return [type(x).__name__, list(x)]
-            return [type(x).__name__, [_plain(i, depth + 1) for i in x]]
-        if type(x) in (set, frozenset):
-            return ["set", sorted(repr(_plain(i, depth + 1)) for i in x)]
-        if type(x) is dict:
-            return ["dict", sorted([repr(_plain(k, depth + 1)), repr(_plain(v, depth + 1))] for k, v in x.items())]
-        if type(x).__name__.startswith("int") and hasattr(x, "item"):
-            return _plain(int(x.item()), depth)
-        return ["object", type(x).__name__]
-    def _call(f, args, limit):
-        _signal.setitimer(_signal.ITIMER_REAL, limit)
-        try:
-            return f(*_copy.deepcopy(args))
-        finally:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-    _prop = __PROPERTY__
-    if _prop:
-        _pns = dict(globals())
-        for _line in _prop["imports"]:
-            try:
-                exec(_line, _pns)
-            except Exception:
-                pass
-        _checks = [compile(_e, "<property>", "eval") for _e in _prop["asserts"]]
-    def _holds(args, out):
-        env = dict(_pns)
-        for name, value in zip(_prop["params"], args):
-            if name:
-                env[name] = _copy.deepcopy(value)
-        env[_prop["result"]] = out
-        _signal.setitimer(_signal.ITIMER_REAL, __PER_CALL__)
-        try:
-            return all(eval(_c, env) for _c in _checks)
-        except BaseException:
-            return False
-        finally:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-"""
-
-
 def fill(program: str, task: Task, **values: Any) -> str:
     """A program with the shared part and the task's property and settings in it."""
     prop = asserted_property(task.test, task.entry_point)
@@ -278,19 +215,32 @@ def answers_program(
 
 
 def compute(
-    task: Task, inputs: list[tuple[Any, ...]], atol: float, executor: Executor, budget_steps: int = CASES_STEPS
+    task: Task,
+    inputs: list[tuple[Any, ...]],
+    atol: float,
+    executor: Executor,
+    budget_steps: int = CASES_STEPS,
+    run_s: float = ANSWERS_RUN_S,
 ) -> Cases:
     """The canonical solution's answers, from sandboxed runs without candidate code: one, or more
     where a run's time ends first (each goes on from the input the one before stopped at, with
-    its counts, so where a run stops changes nothing)."""
-    limits = getattr(executor, "limits", None)  # a run's time, less starting it and reporting; 1 s at least
-    chunk_s = max(1.0, float(getattr(limits, "timeout_s", 6.0)) - CHUNK_RESERVE_S)
+    its counts, so where a run stops changes nothing). `run_s`: a run's time where the executor
+    takes one (takes_timeout); otherwise the candidates' own (its limits)."""
+    limits = getattr(executor, "limits", None)
+    own_s = float(getattr(limits, "timeout_s", 6.0))
+    longer = takes_timeout(executor) and run_s > own_s
+    run_time = run_s if longer else own_s
+    chunk_s = max(1.0, run_time - CHUNK_RESERVE_S)  # less starting the run and reporting; 1 s at least
     start, state, tries = 0, initial_state(), 0
     rows: list[Any] = []
     for _ in range(MAX_RUNS):
         program = answers_program(task, inputs, budget_steps, start, state, chunk_s)
         # The function goes with the helpers (compiled as it is); the test is its call.
-        run = executor.run("", "_hefix_answers()\n", support_code(task) + "\n" + program)
+        test, support = "_hefix_answers()\n", support_code(task) + "\n" + program
+        if longer:
+            run = executor.run("", test, support, timeout_s=run_time)  # type: ignore[call-arg]
+        else:
+            run = executor.run("", test, support)
         found = run.facts.get("cases")
         if not run.passed or not isinstance(found, dict) or not isinstance(found.get("state"), dict):
             return Cases.of((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
@@ -375,13 +325,14 @@ class CaseStore:
     """Cases by task, computed on first use: in memory for the process, on disk where it is safe.
 
     `directory`: where they are kept on disk (None: memory only); `budget_steps`: CASES_STEPS, or
-    another to see what it changes (bench/plus_cases.py). Thread-safe: the run's workers share one
+    another to see what it changes (bench/plus_cases.py); `run_s`: see compute. Thread-safe: the run's workers share one
     store; two processes that compute the same task write the same file atomically.
     """
 
-    def __init__(self, directory: Path | None, budget_steps: int = CASES_STEPS) -> None:
+    def __init__(self, directory: Path | None, budget_steps: int = CASES_STEPS, run_s: float = ANSWERS_RUN_S) -> None:
         self.directory = directory
         self.budget_steps = budget_steps
+        self.run_s = run_s  # an answers run's time (compute): where it stops changes no case
         self._kept: dict[str, Cases] = {}
         self._lock = threading.Lock()
         self._version = _source_digest()
@@ -420,7 +371,7 @@ class CaseStore:
         if found is not None:
             return found
         args = plusgen.task_inputs(task) if inputs is None else inputs
-        cases = compute(task, args, atol, executor, self.budget_steps) if args else Cases.of((), atol=atol)
+        cases = compute(task, args, atol, executor, self.budget_steps, self.run_s) if args else Cases.of((), atol=atol)
         if cases.problem is None:
             key = self.key(task, inputs, atol)
             with self._lock:

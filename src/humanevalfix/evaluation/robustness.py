@@ -35,7 +35,8 @@ from typing import Any
 
 from humanevalfix.evaluation import plusgen
 from humanevalfix.evaluation.hardcoding import hardcoding
-from humanevalfix.evaluation.pluscases import COMMON, PER_CALL_S, Cases, CaseStore
+from humanevalfix.evaluation.plusanswers import COMMON
+from humanevalfix.evaluation.pluscases import PER_CALL_S, Cases, CaseStore
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, ExecResult, Executor

@@ -16,6 +16,7 @@ tagged with a nonce: exit codes and stdout cannot forge a pass.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import secrets
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from humanevalfix.cachedirs import forget_keys
@@ -95,6 +96,23 @@ class Executor(Protocol):
     def run(self, code: str, test: str, support: str = "") -> ExecResult: ...
 
     def close(self) -> None: ...
+
+
+def takes_timeout(executor: Any) -> bool:
+    """Whether `executor.run` takes `timeout_s`, the time of one run of the harness's own program
+    (no candidate code: the pass@1+ answers), which the candidates' --timeout must not bound.
+    A wrapper (the pool, a tracked executor) names what it wraps as `wrapped`: it takes the
+    keyword only where that does. Built-in executors do; an executor plugin may not."""
+    while True:
+        try:
+            if "timeout_s" not in inspect.signature(executor.run).parameters:
+                return False
+        except (TypeError, ValueError):
+            return False
+        inner = getattr(executor, "wrapped", None)
+        if inner is None:
+            return True
+        executor = inner
 
 
 def child_env() -> dict[str, str]:
@@ -320,7 +338,8 @@ class SubprocessExecutor(JailedExecutor):
     def command(self) -> list[str]:
         return self.jail.wrap([self.python, "-I", "-B", self.jail.runner, "--mode", self.mode], as_pid_1=True)
 
-    def run(self, code: str, test: str, support: str = "") -> ExecResult:
+    def run(self, code: str, test: str, support: str = "", timeout_s: float | None = None) -> ExecResult:
+        limits = self.limits if timeout_s is None else replace(self.limits, timeout_s=timeout_s)
         nonce = secrets.token_hex(16)
         start = time.monotonic()
         # Under bwrap the work dir is a private tmpfs that dies with the sandbox; otherwise a
@@ -334,8 +353,8 @@ class SubprocessExecutor(JailedExecutor):
                 "support": support,
                 "nonce": nonce,
                 "result_fd": result_w,
-                "limits": self.limits.rlimits(),
-                "timeout_s": self.limits.timeout_s,
+                "limits": limits.rlimits(),
+                "timeout_s": limits.timeout_s,
             }
         ).encode()
         sink = OutputSink()
@@ -363,7 +382,7 @@ class SubprocessExecutor(JailedExecutor):
             assert proc.stdin is not None and proc.stdout is not None
             feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
             feeder.start()
-            deadline = start + self.limits.timeout_s
+            deadline = start + limits.timeout_s
             timed_out = drain(
                 sink,
                 {proc.stdout.fileno(): "out", result_r: "result"},
@@ -384,7 +403,7 @@ class SubprocessExecutor(JailedExecutor):
             if tmp is not None:
                 remove_tree(tmp)
         duration = time.monotonic() - start
-        return exec_result(sink, nonce, proc.returncode, duration, timed_out, self.limits.timeout_s)
+        return exec_result(sink, nonce, proc.returncode, duration, timed_out, limits.timeout_s)
 
     def _stop(self, proc: subprocess.Popen[bytes]) -> None:
         if self.jail.level == "none" and proc.poll() is None:

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from humanevalfix.sandbox.cgroup import Group
@@ -40,6 +40,7 @@ from humanevalfix.sandbox.child.runner import HEADER
 from humanevalfix.sandbox.executor import (
     ExecResult,
     JailedExecutor,
+    Limits,
     OutputSink,
     child_env,
     drain,
@@ -283,7 +284,8 @@ class ForkServerExecutor(JailedExecutor):
         self._server = None
 
     # -- runs
-    def run(self, code: str, test: str, support: str = "") -> ExecResult:
+    def run(self, code: str, test: str, support: str = "", timeout_s: float | None = None) -> ExecResult:
+        limits = self.limits if timeout_s is None else replace(self.limits, timeout_s=timeout_s)
         with self._lock:
             for _attempt in (0, 1):
                 if self._server is not None and not self._ready and self._server.alive():
@@ -295,13 +297,13 @@ class ForkServerExecutor(JailedExecutor):
                     problem = self._start()
                     if problem is not None:
                         return ExecResult("error", problem)
-                result = self._run(code, test, support)
+                result = self._run(code, test, support, limits)
                 if result is not None:
                     return result
                 self._stop_server()  # the request could not be sent: a dead server; once more
             return ExecResult("error", "the fork server died twice before it could take the code")
 
-    def _run(self, code: str, test: str, support: str) -> ExecResult | None:
+    def _run(self, code: str, test: str, support: str, limits: Limits) -> ExecResult | None:
         server = self._server
         assert server is not None
         nonce = secrets.token_hex(16)
@@ -310,8 +312,8 @@ class ForkServerExecutor(JailedExecutor):
             "test": test,
             "support": support,
             "nonce": nonce,
-            "limits": self.limits.rlimits(),
-            "timeout_s": self.limits.timeout_s,
+            "limits": limits.rlimits(),
+            "timeout_s": limits.timeout_s,
         }
         compiled = self._testcode.for_run(test, support) if self._testcode is not None else None
         request = json.dumps(fields if compiled is None else {**fields, "compiled": compiled}).encode()
@@ -331,7 +333,7 @@ class ForkServerExecutor(JailedExecutor):
                 os.close(out_w)
                 os.close(result_w)
             sink = OutputSink()
-            deadline = start + self.limits.timeout_s + GRACE_S
+            deadline = start + limits.timeout_s + GRACE_S
             reply: dict[str, Any] | None = None
 
             def done(_open_fds: set[int]) -> bool:
@@ -362,8 +364,8 @@ class ForkServerExecutor(JailedExecutor):
             self._stop_server()
             status, message = verdict(bytes(sink.result), nonce, None)
             if status != "passed":
-                if duration >= self.limits.timeout_s:
-                    status, message = "timeout", f"timed out after {self.limits.timeout_s:g}s (an infinite loop?)"
+                if duration >= limits.timeout_s:
+                    status, message = "timeout", f"timed out after {limits.timeout_s:g}s (an infinite loop?)"
                 else:
                     message = "the sandbox's server process died while the code ran (did the code kill its parent?)"
             return ExecResult(status, message, format_output(bytes(sink.out), sink.truncated), round(duration, 4), None)
@@ -373,7 +375,7 @@ class ForkServerExecutor(JailedExecutor):
         if reply.get("retire"):
             self._stop_server()  # its zygote is gone: the next run starts a new server
         return exec_result(
-            sink, nonce, int(reply["exit_code"]), duration, bool(reply.get("timed_out")), self.limits.timeout_s
+            sink, nonce, int(reply["exit_code"]), duration, bool(reply.get("timed_out")), limits.timeout_s
         )
 
     def close(self) -> None:
