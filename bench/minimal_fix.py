@@ -27,7 +27,7 @@ from humanevalfix.agent.codecheck import check_candidate
 from humanevalfix.agent.toolcalls import extract_calls, first_usable
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
-from humanevalfix.evaluation.pluscases import CaseStore, default_directory
+from humanevalfix.evaluation.plusstore import CaseStore, default_directory
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import final_strategy, write_atomic
 from humanevalfix.evaluation.scorer import score_task

@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 
 from humanevalfix.evaluation.dataset import bundled_path, load_file
-from humanevalfix.evaluation.pluscases import CASES_STEPS, CaseStore
+from humanevalfix.evaluation.pluscases import CASES_STEPS
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import build_executor
 

@@ -36,7 +36,7 @@ from humanevalfix.agent.toolcalls import extract_calls, first_usable
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation import dataset as ds
 from humanevalfix.evaluation import pluscases
-from humanevalfix.evaluation.pluscases import CaseStore, default_directory
+from humanevalfix.evaluation.plusstore import CaseStore, default_directory
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import write_atomic
 from humanevalfix.evaluation.scorer import score_task

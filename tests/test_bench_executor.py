@@ -15,14 +15,15 @@ import executor as executor_bench  # noqa: E402
 import plus_cases  # noqa: E402
 
 
-def test_end_to_end_prints_the_plain_loop_and_both_scored_passes_with_their_ratios(
+def test_end_to_end_prints_the_plain_loop_and_the_three_scored_passes_with_their_ratios(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert executor_bench.main(["--end-to-end", "--limit", "4", "--repeat", "2"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"plain loop .*pass 4/4  \(each pass: [\d.]+, [\d.]+\)", out)
-    first, kept = re.findall(r"scored, .*pass (\d)/4, pass@1\+ (\d)/4\s+ratio [\d.]+x", out)
-    assert first == kept == ("4", "4")
+    own, first, kept = re.findall(r"scored, .*pass (\d)/4, pass@1\+ (\d)/4\s+ratio [\d.]+x", out)
+    assert own == first == kept == ("4", "4")
+    assert "no answers shipped (computes and keeps them)" in out and "new machine (the package's answers)" in out
     assert re.search(r"best of 2 alternated passes per side; ratio of the medians [\d.]+x", out)
     # The setting the ratio depends on: what a start of this interpreter costs, and without site.
     assert re.search(r"this interpreter starts in \d+ ms, \d+ ms without site \(-S\); its site runs ", out)

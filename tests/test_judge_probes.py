@@ -676,7 +676,7 @@ def test_a_wrong_fix_cannot_cut_its_pass_at_1_plus_check(kind: str, tmp_path) ->
     """The scorer's own path on a real task: a wrong fix that passes the task's test (Python/0's
     `<=` for `<`) and answers none of pass@1+'s calls is plus False, as it is without the cut."""
     from humanevalfix.evaluation.dataset import bundled_path, load_file
-    from humanevalfix.evaluation.pluscases import CaseStore
+    from humanevalfix.evaluation.plusstore import CaseStore
     from humanevalfix.evaluation.scorer import score_task
 
     from .plus_wrong_fixes import WRONG_FIXES
@@ -701,7 +701,7 @@ def test_a_wrong_fix_cannot_spend_its_pass_at_1_plus_time_in_the_test(kind: str,
     input skipped and scored plus true. From then until issue 51 an input left unchecked failed the
     check; now it is unknown (None, with the reason), never true: `score` checks it again."""
     from humanevalfix.evaluation.dataset import bundled_path, load_file
-    from humanevalfix.evaluation.pluscases import CaseStore
+    from humanevalfix.evaluation.plusstore import CaseStore
     from humanevalfix.evaluation.scorer import score_task
 
     from .plus_wrong_fixes import WRONG_FIXES

@@ -8,7 +8,23 @@ from pathlib import Path
 
 import pytest
 
+from humanevalfix.evaluation.robustness import UNCHECKED
+
 from .conftest import results_of, run_cli
+
+
+def assert_all_plus(data: dict) -> None:
+    """Every canonical fix agrees with itself on every input checked: none fails pass@1+, and none
+    is unknown but for inputs its run's time did not reach (a loaded machine's, as CI's beside
+    three test workers; issue 51: unchecked, never a silent pass or fail), each named here."""
+    plus = {t["task_id"]: (t["plus"], t.get("plus_example")) for t in data["tasks"]}
+    failed = {tid: why for tid, (ok, why) in plus.items() if ok is False}
+    unknown = {tid: why for tid, (ok, why) in plus.items() if ok is None}
+    assert not failed, failed
+    assert all(str(why).startswith(UNCHECKED) and "time ran out" in str(why) for why in unknown.values()), unknown
+    assert data["summary"]["passed_plus"] + len(unknown) == 164, unknown
+    if unknown:
+        print(f"pass@1+ unknown, inputs left unchecked by the run's time: {unknown}")
 
 
 # `auto` is the jail this machine gives; `docker` the container executor (issue 15's done-when: the
@@ -46,7 +62,8 @@ def test_oracle_on_the_full_dataset(
     assert data["config"]["protocol"] == "tests"  # the default
     assert (data["config"]["executor"] == "docker") == (sandbox == "docker")
     if oracle == "canonical":  # pass@1+: the canonical solution agrees with itself on every extra input
-        assert (summary["passed_plus"], summary["passed_first_plus"]) == (164, 164)
+        assert_all_plus(data)
+        assert summary["passed_first_plus"] == summary["passed_plus"]
         assert summary["suspect_hardcoding"] == 0
         assert sum(t["plus_inputs"] > 0 for t in data["tasks"]) >= 150
     else:
@@ -93,4 +110,5 @@ def test_the_canonical_fixes_pass_and_pass_plus_in_every_protocol(
     data = results_of(out)
     summary = data["summary"]
     assert data["config"]["protocol"] == protocol
-    assert (summary["tasks"], summary["passed"], summary["passed_plus"], summary["errors"]) == (164, 164, 164, 0)
+    assert (summary["tasks"], summary["passed"], summary["errors"]) == (164, 164, 0)
+    assert_all_plus(data)

@@ -22,7 +22,8 @@ import pytest
 
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation.plusanswers import ANSWERS_RUN_S
-from humanevalfix.evaluation.pluscases import Cases, CaseStore
+from humanevalfix.evaluation.pluscases import Cases
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.evaluation.scorers import Plus
 from humanevalfix.runspec import RunSpec
 from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, ExecResult, Executor, Limits
@@ -60,7 +61,7 @@ def hogs() -> Iterator[None]:
 def _rows(
     executor: Executor, tasks: dict[str, Task], ids: tuple[str, ...] = SLOW + CPU_BOUND, run_s: float = ANSWERS_RUN_S
 ) -> dict[str, Any]:
-    store = CaseStore(None, run_s=run_s)  # nothing kept: every task computed again
+    store = CaseStore(None, run_s=run_s, shipped=None)  # nothing kept or shipped: every task computed again
     found = {}
     for tid in ids:
         cases = store.get(tasks[tid], None, 0.0, executor)
@@ -85,6 +86,12 @@ def test_cases_beside_cpu_hogs_are_the_quiet_machines(
     ex = build_executor("bwrap", Limits(timeout_s=DEFAULT_TIMEOUT_S))
     try:
         loaded = _rows(ex, all_tasks)
+        # A property (Python/32: any root) is checked on its CPU time: beside hogs the canonical
+        # solution's answers still have it, on every input.
+        task = all_tasks["Python/32"]
+        cases = CaseStore(None, shipped=None).get(task, None, 0.0, ex)
+        verdict = robustness.differential(task.canonical_code or "", task, ex, cases)
+        assert verdict.agrees is True and verdict.compared == cases.count > 0, verdict
     finally:
         ex.close()
     for tid in SLOW + CPU_BOUND:  # input for input, answer for answer, limit for limit, drop for drop

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from humanevalfix.evaluation import pluscases
+from humanevalfix.evaluation import pluscases, plusstore
 from humanevalfix.evaluation import robustness as rb
 from humanevalfix.evaluation.dataset import Task
-from humanevalfix.evaluation.pluscases import Case, Cases, CaseStore
+from humanevalfix.evaluation.pluscases import Case, Cases
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.sandbox.executor import Executor, Limits
 from humanevalfix.sandbox.factory import build_executor
 
@@ -78,9 +79,9 @@ def test_the_reply_and_the_calls_are_kept_on_disk_under_the_digest(tmp_path: Any
     path = tmp_path / "kept.json"
     path.write_text(cases.to_json(), encoding="utf-8")
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert pluscases._from_file(data, 0.0) == cases
+    assert plusstore._from_file(data, 0.0) == cases
     forged = Cases.of((case(4), case(["float", 1.5])))
-    assert pluscases._from_file({**data, "reply": forged.reply}, 0.0) is None  # the digest covers it
+    assert plusstore._from_file({**data, "reply": forged.reply}, 0.0) is None  # the digest covers it
 
 
 # Candidates for each task: right, right with other types, and wrong on some inputs.

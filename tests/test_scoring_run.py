@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from humanevalfix.evaluation import robustness
-from humanevalfix.evaluation.pluscases import CASES_STEPS, Cases, CaseStore, default_directory
+from humanevalfix.evaluation.pluscases import CASES_STEPS, Cases
+from humanevalfix.evaluation.plusstore import CaseStore, default_directory
 from humanevalfix.evaluation.scorer import PASSED_MESSAGE, score, score_task
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, JUDGE, ExecResult, Executor, Limits
@@ -143,23 +144,25 @@ def test_answers_are_kept_on_disk_only_where_candidates_cannot_write_the_hosts_f
     process = build_executor("process", Limits(timeout_s=DEFAULT_TIMEOUT_S))
     try:
         assert FS not in process.guarantees and JUDGE in process.guarantees
-        unsafe = CaseStore(tmp_path / "process")
+        unsafe = CaseStore(tmp_path / "process", shipped=None)
         assert unsafe.get(task, None, 0.0, process).cases
         assert not (tmp_path / "process").exists()
     finally:
         process.close()
     assert FS in bwrap.guarantees
-    first = CaseStore(tmp_path / "bwrap").get(task, None, 0.0, bwrap)
+    first = CaseStore(tmp_path / "bwrap", shipped=None).get(task, None, 0.0, bwrap)
     files = list((tmp_path / "bwrap").glob("*.json"))
     assert len(files) == 1 and first.cases
     # A later store (a later run) finds them without a run; a damaged file is computed again.
-    assert CaseStore(tmp_path / "bwrap").cached(task, None, 0.0, bwrap) == first
+    assert CaseStore(tmp_path / "bwrap", shipped=None).cached(task, None, 0.0, bwrap) == first
     kept = json.loads(files[0].read_text(encoding="utf-8"))
     files[0].write_text(json.dumps({**kept, "payload": kept["payload"][:-8] + "AAAAAAAA"}), encoding="utf-8")
-    assert CaseStore(tmp_path / "bwrap").cached(task, None, 0.0, bwrap) is None  # its digest no longer matches
+    assert (
+        CaseStore(tmp_path / "bwrap", shipped=None).cached(task, None, 0.0, bwrap) is None
+    )  # its digest no longer matches
     files[0].write_text("{not json", encoding="utf-8")
-    assert CaseStore(tmp_path / "bwrap").cached(task, None, 0.0, bwrap) is None
-    assert CaseStore(tmp_path / "bwrap").get(task, None, 0.0, bwrap) == first
+    assert CaseStore(tmp_path / "bwrap", shipped=None).cached(task, None, 0.0, bwrap) is None
+    assert CaseStore(tmp_path / "bwrap", shipped=None).get(task, None, 0.0, bwrap) == first
 
 
 def test_the_key_follows_the_tasks_test_and_the_inputs(all_tasks: dict[str, Task], tmp_path: Path) -> None:
@@ -215,7 +218,8 @@ def test_an_executor_failure_leaves_pass_at_1_plus_unchecked(all_tasks: dict[str
             return ExecResult("passed", PASSED_MESSAGE) if code else ExecResult("error", "the sandbox is gone")
 
     task = all_tasks["Python/2"]
-    scored = score_task(task.canonical_code, task.canonical_code, task, Broken(), CaseStore(tmp_path))  # type: ignore[arg-type]
+    store = CaseStore(tmp_path, shipped=None)  # a dataset of its own: the answers are computed
+    scored = score_task(task.canonical_code, task.canonical_code, task, Broken(), store)  # type: ignore[arg-type]
     assert scored.score.passed and scored.scores["plus"]["final"] is None
     assert "the sandbox is gone" in (scored.scores["plus"]["example"] or "")
     assert not list(tmp_path.glob("*.json"))  # nothing kept: the next run tries again

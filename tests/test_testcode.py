@@ -21,7 +21,7 @@ import pytest
 
 from humanevalfix import pyast
 from humanevalfix.evaluation import robustness
-from humanevalfix.evaluation.pluscases import CaseStore
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.sandbox import testcode
 from humanevalfix.sandbox.child import execution, rewriting
 from humanevalfix.sandbox.executor import Executor, Limits

@@ -6,7 +6,8 @@ of a later run, at any level (issue 50's attacks, kept as probes).
   `unshare` level cannot see or write them, and one at the `process` level, which can read the
   sealing keys, leaves nothing trusted once its executor closes (the keys are thrown away).
 - The unshare jail keeps this package read-only (its own judge, which every later jail binds) and
-  hides the bundled dataset (every canonical solution and hidden test).
+  hides the bundled dataset (every canonical solution and hidden test) and the pass@1+ answers
+  shipped beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from humanevalfix import cachedirs
 from humanevalfix.cachedirs import KEY_NAME, SEAL_SUFFIX, fetch
 from humanevalfix.evaluation.dataset import Task
-from humanevalfix.evaluation.pluscases import CaseStore
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.sandbox.executor import Limits
 from humanevalfix.sandbox.factory import build_executor
 from humanevalfix.sandbox.jail import PACKAGE_DIR
@@ -102,7 +103,7 @@ def verdicts_of_a_later_bwrap_run(task: Task) -> tuple[bool, bool | None]:
     bwrap = build_executor("bwrap", Limits(timeout_s=TIMEOUT))
     try:
         result = bwrap.run(task.buggy_code, task.test, "")
-        cases = CaseStore(Path(str(cachedirs.store_folders()[0]))).get(task, None, 0.0, bwrap)
+        cases = CaseStore(Path(str(cachedirs.store_folders()[0])), shipped=None).get(task, None, 0.0, bwrap)
         return result.passed, bool(cases.cases)
     finally:
         bwrap.close()

@@ -2,11 +2,9 @@
 
 EvalPlus computes its ground truth once per dataset and caches it; so does this. The answers come
 from one sandboxed run that holds no candidate code: the dataset's canonical solution, run by the
-judge, reports them on the judge's result pipe (`@hefix.fact`). They are kept for the process,
-and on disk (one file per task, named by the hash of everything they depend on: the task's code
-and test, the inputs or the generator's own source, and this module's) only where the executor
-keeps candidates off the host's file system: under `unshare` and `process` a candidate can write
-the user's files, and a verdict may depend only on what the candidate cannot touch.
+judge, reports them on the judge's result pipe (`@hefix.fact`). Where they are kept once computed
+(the process, the package for the bundled dataset, the user's cache where that is safe):
+evaluation/plusstore.py.
 
 Which inputs become cases is a pure function of the task, the inputs and the answers program
 (evaluation/plusanswers.py, issue 51): the canonical solution's work is counted in steps and CPU
@@ -26,15 +24,12 @@ import ast
 import base64
 import hashlib
 import json
-import threading
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Any
 
-from humanevalfix.cachedirs import PLUS_STORE, fetch, keep, store_folder
-from humanevalfix.evaluation import plusanswers, plusdomain, plusgen, plusreply
+from humanevalfix.evaluation import plusreply
 from humanevalfix.evaluation.plusanswers import (
     ANSWERS,
     ANSWERS_RUN_S,
@@ -43,7 +38,6 @@ from humanevalfix.evaluation.plusanswers import (
     CHUNK_RESERVE_S,
     COMMON,
     CPU_S,
-    GENERATOR_VERSION,
     MAX_RUNS,
     STEP_S,
     STEPS_PER_CALL,
@@ -52,7 +46,6 @@ from humanevalfix.evaluation.plusanswers import (
 from humanevalfix.evaluation.plusproperty import asserted_property
 from humanevalfix.sandbox.child import plaindata
 from humanevalfix.sandbox.executor import Executor, takes_timeout
-from humanevalfix.sandbox.jail import FS
 from humanevalfix.tasks.support import support_code
 from humanevalfix.tasks.task import Task
 
@@ -61,7 +54,6 @@ PER_CALL_S = 0.25  # half a candidate's least time per call; and a property chec
 CANDIDATE_FACTOR = 10
 TASK_BYTES = 1 << 20  # all of one task's cases, as JSON (they travel as one fact of the judge's)
 CASE_BYTES = TASK_BYTES  # one answer (a large one, f(1000) of Python/106, is where a fix fails)
-CACHE_ENV = PLUS_STORE[0]  # the cache's directory, or "off"; default: the user's cache
 
 
 @dataclass(frozen=True)
@@ -270,24 +262,6 @@ def _from_data(data: dict[str, Any], atol: float) -> Cases:
     return Cases.of(cases, sum(drops.values()), atol, drops=json.dumps(drops, sort_keys=True) if drops else "")
 
 
-def _from_file(data: dict[str, Any], atol: float) -> Cases | None:
-    """From a kept file, as it was written (its payload is not decoded here: the check does that
-    in the judge); None when it is damaged, so the cases are computed again."""
-    payload, count, dropped, calls, reply = (data.get(k) for k in ("payload", "count", "dropped", "calls", "reply"))
-    drops = data.get("drops") or ""
-    if (
-        not isinstance(payload, str)
-        or type(count) is not int
-        or type(dropped) is not int
-        or not isinstance(calls, str)
-        or not (reply is None or isinstance(reply, str))
-        or not isinstance(drops, str)
-    ):
-        return None
-    found = Cases(payload, count, dropped, atol, calls=calls, reply=reply, drops=drops)
-    return found if data.get("sha256") == found.digest() else None
-
-
 def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | None:
     """None for arguments that cannot be sent as they are (past the codec's bounds): dropped."""
     try:
@@ -299,103 +273,3 @@ def _case(text: Any, expected: Any, limit_s: Any, tree: Any = None) -> Case | No
         )
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, plaindata.NotPlain):
         return None
-
-
-# --- kept once computed ---------------------------------------------------------------------------
-
-
-def _source_digest() -> str:
-    """What the cases depend on besides the task: the code of the generator, of the reply and its
-    codec, and this module's."""
-    digest = hashlib.sha256()
-    # plaindata: the reply is its bytes, which must mean the same values to the judge that reads them.
-    for path in (
-        plusgen.__file__,
-        plusdomain.__file__,
-        plusreply.__file__,
-        plaindata.__file__,
-        plusanswers.__file__,
-        __file__,
-    ):
-        digest.update(Path(path).read_bytes())
-    return digest.hexdigest()
-
-
-class CaseStore:
-    """Cases by task, computed on first use: in memory for the process, on disk where it is safe.
-
-    `directory`: where they are kept on disk (None: memory only); `budget_steps`: CASES_STEPS, or
-    another to see what it changes (bench/plus_cases.py); `run_s`: see compute. Thread-safe: the run's workers share one
-    store; two processes that compute the same task write the same file atomically.
-    """
-
-    def __init__(self, directory: Path | None, budget_steps: int = CASES_STEPS, run_s: float = ANSWERS_RUN_S) -> None:
-        self.directory = directory
-        self.budget_steps = budget_steps
-        self.run_s = run_s  # an answers run's time (compute): where it stops changes no case
-        self._kept: dict[str, Cases] = {}
-        self._lock = threading.Lock()
-        self._version = _source_digest()
-
-    def key(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float) -> str:
-        given = "generated" if inputs is None else repr([repr(tuple(a)) for a in inputs])
-        fields = [
-            self._version,
-            repr(self.budget_steps),
-            f"generator {GENERATOR_VERSION}",
-            task.task_id,
-            task.entry_point,
-            task.canonical_code or "",
-            task.test,
-            task.docstring or "",
-            support_code(task),
-            given,
-            repr(atol),
-        ]
-        return hashlib.sha256("\x00".join(fields).encode()).hexdigest()
-
-    def cached(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float, executor: Executor) -> Cases | None:
-        """The cases if they are known already (no run); None otherwise."""
-        key = self.key(task, inputs, atol)
-        with self._lock:
-            found = self._kept.get(key)
-        if found is None and self._disk_ok(executor):
-            found = self._read(key, atol)
-            if found is not None:
-                with self._lock:
-                    self._kept[key] = found
-        return found
-
-    def get(self, task: Task, inputs: list[tuple[Any, ...]] | None, atol: float, executor: Executor) -> Cases:
-        found = self.cached(task, inputs, atol, executor)
-        if found is not None:
-            return found
-        args = plusgen.task_inputs(task) if inputs is None else inputs
-        cases = compute(task, args, atol, executor, self.budget_steps, self.run_s) if args else Cases.of((), atol=atol)
-        if cases.problem is None:
-            key = self.key(task, inputs, atol)
-            with self._lock:
-                self._kept[key] = cases
-            if self._disk_ok(executor):
-                self._write(key, cases)
-        return cases
-
-    def _disk_ok(self, executor: Executor) -> bool:
-        return self.directory is not None and FS in getattr(executor, "guarantees", frozenset())
-
-    def _read(self, key: str, atol: float) -> Cases | None:
-        assert self.directory is not None
-        raw = fetch(self.directory, f"{key}.json")  # sealed by this harness, or not trusted (cachedirs)
-        try:
-            data = json.loads(raw.decode("utf-8")) if raw is not None else None
-            return _from_file(data, atol) if isinstance(data, dict) else None
-        except (ValueError, TypeError):
-            return None  # missing, damaged or forged: computed again
-
-    def _write(self, key: str, cases: Cases) -> None:
-        assert self.directory is not None
-        keep(self.directory, f"{key}.json", cases.to_json().encode("utf-8"))
-
-
-def default_directory(environ: dict[str, str] | None = None) -> Path | None:
-    return store_folder(CACHE_ENV, PLUS_STORE[1], environ)

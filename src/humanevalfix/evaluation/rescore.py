@@ -16,8 +16,8 @@ from typing import Any
 from humanevalfix import __version__
 from humanevalfix.errors import UserError
 from humanevalfix.evaluation.generations import dataset_for
-from humanevalfix.evaluation.pluscases import CaseStore, default_directory
 from humanevalfix.evaluation.plusfile import PlusFile, generated_source
+from humanevalfix.evaluation.plusstore import CaseStore, default_directory
 from humanevalfix.evaluation.records import TaskRecord
 from humanevalfix.evaluation.results import load_results, results_document, summarize
 from humanevalfix.evaluation.scorer import score_task

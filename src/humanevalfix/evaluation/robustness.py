@@ -36,8 +36,9 @@ from typing import Any
 from humanevalfix.evaluation import plusgen
 from humanevalfix.evaluation.hardcoding import hardcoding
 from humanevalfix.evaluation.plusanswers import COMMON
-from humanevalfix.evaluation.pluscases import PER_CALL_S, Cases, CaseStore
+from humanevalfix.evaluation.pluscases import PER_CALL_S, Cases
 from humanevalfix.evaluation.plusproperty import asserted_property
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.sandbox.child.execution import LIBRARY_MARK
 from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, ExecResult, Executor
 from humanevalfix.tasks.support import support_code

@@ -25,7 +25,7 @@ from humanevalfix.evaluation import outputs, resume
 from humanevalfix.evaluation.activity import Activity, EtaColumn, LiveProgress, TrackedExecutor, TrackedModel
 from humanevalfix.evaluation.generations import write_generations_beside
 from humanevalfix.evaluation.health import EndpointHealth
-from humanevalfix.evaluation.pluscases import CaseStore, default_directory
+from humanevalfix.evaluation.plusstore import CaseStore, default_directory
 from humanevalfix.evaluation.records import Stream, TaskRecord, agent_fields, read_stream
 from humanevalfix.evaluation.results import Summary, results_document, summarize, write_atomic
 from humanevalfix.evaluation.runlock import run_lock

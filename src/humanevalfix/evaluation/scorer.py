@@ -20,7 +20,7 @@ from typing import Any
 
 from humanevalfix.evaluation import robustness
 from humanevalfix.evaluation import scores as scoring
-from humanevalfix.evaluation.pluscases import CaseStore
+from humanevalfix.evaluation.plusstore import CaseStore
 from humanevalfix.evaluation.robustness import Inputs, Robustness
 from humanevalfix.evaluation.scores import Candidates, Judged
 from humanevalfix.sandbox.executor import JUDGE, ExecResult, Executor
