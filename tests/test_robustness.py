@@ -9,6 +9,7 @@ import io
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -342,3 +343,45 @@ def test_mutants_keep_what_the_docstring_states_and_every_seed_keeps() -> None:
     )
     free = plusgen.generate([(5,)], "Demo/6", limit=10_000, domain=domain_of([(5,)], "x is a power of n", ["n"]))
     assert (-5,) in free and (0,) in free  # nothing said: negatives and zero are tried
+
+
+@pytest.mark.parametrize(
+    ("doc", "seeds", "params", "kept"),
+    [
+        ("prime_fib returns n-th number that is a Fibonacci number", [(1,), (5,)], ["n"], lambda n: n >= 1),
+        ("sum_to_n is a function that sums numbers from 1 to n.", [(30,), (1,)], ["n"], lambda n: n >= 1),
+        (
+            "Return the largest prime factor of n. Assume n > 1 and is not a prime.",
+            [(15,), (27,)],
+            ["n"],
+            lambda n: n > 1,
+        ),
+        ("Return list of prime factors of given integer", [(8,), (2,)], ["n"], lambda n: n >= 1),
+        (
+            "Given the lengths of the three sides of a triangle.",
+            [(3, 4, 5), (1, 2, 3)],
+            ["a", "b", "c"],
+            lambda *s: min(s) > 0,
+        ),
+        ("Given length of a side and high return area", [(5, 3)], ["a", "h"], lambda *s: min(s) > 0),
+    ],
+)
+def test_counting_and_measuring_numbers_keep_the_domain_the_text_gives_them(
+    doc: str, seeds: list[tuple[int, ...]], params: list[str], kept: Any
+) -> None:
+    """The n of "n-th" or "from 1 to n" counts from 1, "n > 1" bounds it, prime factors are of a
+    positive number, the lengths of sides are positive (issue 51): no mutant leaves that domain."""
+    from humanevalfix.evaluation.plusdomain import domain_of
+
+    made = plusgen.generate(seeds, "Demo/7", limit=10_000, domain=domain_of(seeds, doc, params))
+    assert made and all(kept(*args) for args in made), [a for a in made if not kept(*a)][:5]
+    unbounded = plusgen.generate(seeds, "Demo/7", limit=10_000, domain=domain_of(seeds, "", params))
+    assert not all(kept(*args) for args in unbounded)  # the text, not the generator, bounds them
+
+
+def test_a_rule_the_seeds_break_is_not_applied() -> None:
+    from humanevalfix.evaluation.plusdomain import domain_of
+
+    # fibfib(0) is a seed: "the n-th element" does not make n count from 1 here.
+    assert domain_of([(0,), (5,)], "compute the n-th element of the fibfib number sequence", ["n"]).low == {}
+    assert domain_of([(3, 4, -5)], "the lengths of the three sides", ["a", "b", "c"]).above == {0: 0, 1: 0}

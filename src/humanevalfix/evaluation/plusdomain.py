@@ -132,6 +132,7 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
                 d.within.append((target, j))
         elif high and all(type(v[target]) in (int, float) and v[target] <= _bound(high) for v in seeds):
             d.high[target] = _bound(high)
+    _counting_rules(d, at, words, position)
     if len(seeds) >= 2:
         for i in range(n):
             for j in range(i + 1, n):
@@ -149,6 +150,38 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
                 ):
                     d.within.append((i, j))
     return d
+
+
+def _at_least(d: Domain, i: int, values: list[Any], low: float) -> None:
+    """`args[i] >= low` where every seed is a number that keeps it (the text says so: the callers)."""
+    if values and all(type(v) in (int, float) for v in values) and min(values) >= low:
+        d.low[i] = max(d.low.get(i, -float("inf")), low)
+
+
+def _counting_rules(d: Domain, at: dict[int, list[Any]], words: str, position: dict[str, int]) -> None:
+    """What the text says of numbers that count or measure, as EvalPlus's contracts do by hand:
+    the n in "the n-th" or "from 1 to n" counts from 1; "n > 1" bounds it; prime factors are of a
+    positive number; the lengths of a triangle's sides (or of a side) are positive. Each only
+    where every seed keeps it."""
+    for name in re.findall(r"\b([a-z_]\w*)-?th\b", words):
+        if name in position:
+            _at_least(d, position[name], at[position[name]], 1)
+    for low, name in re.findall(r"from (\d+) to ([a-z_]\w*)\b", words):
+        if name in position:
+            _at_least(d, position[name], at[position[name]], int(low))
+    for name, sign, bound in re.findall(r"\b([a-z_]\w*)\s*(>=?)\s*(-?\d+)\b", words):
+        target = position.get(name)
+        if target is not None and all(type(v) in (int, float) for v in at[target]):
+            if sign == ">" and min(at[target]) > int(bound):
+                d.above[target] = max(d.above.get(target, -float("inf")), int(bound))
+            elif sign == ">=":
+                _at_least(d, target, at[target], int(bound))
+    for i, values in at.items():
+        if re.search(r"prime factors? of", words):
+            _at_least(d, i, values, 1)
+        measured = re.search(r"\blengths? of (the )?(three )?sides?\b|\blength of a side\b", words)
+        if measured and values and all(type(v) in (int, float) and v > 0 for v in values):
+            d.above[i] = max(d.above.get(i, -float("inf")), 0)
 
 
 def function_def(canonical: str, entry_point: str) -> ast.FunctionDef | None:
