@@ -298,8 +298,8 @@ def test_the_call_tracer_keeps_only_failing_runs_and_project_functions(driver: d
 
 
 def test_the_trace_plugin_keeps_the_calls_of_failing_tests(driver: dict[str, Any], tmp_path: Path) -> None:
-    stops: list[bool] = []
-    tracer = types.SimpleNamespace(start=lambda: None, stop=stops.append)
+    stops: list[tuple[object, ...]] = []
+    tracer = types.SimpleNamespace(start=lambda: None, stop=lambda *args: stops.append(args))
     plugin = driver["TracePlugin"](tracer)
     plugin.pytest_runtest_setup(None)
     plugin.pytest_runtest_makereport(None, types.SimpleNamespace(excinfo=None))
@@ -307,7 +307,10 @@ def test_the_trace_plugin_keeps_the_calls_of_failing_tests(driver: dict[str, Any
     plugin.pytest_runtest_setup(None)
     plugin.pytest_runtest_makereport(None, types.SimpleNamespace(excinfo=object()))
     plugin.pytest_runtest_logfinish("t::b", None)
-    assert stops == [False, True]
+    plugin.pytest_runtest_setup(None)
+    plugin.pytest_runtest_makereport(None, types.SimpleNamespace(excinfo=object()))
+    plugin.pytest_runtest_logfinish("t.py::TestX::test_c[1-2]", None)
+    assert stops == [(False,), (True, "b"), (True, "test_c")]  # a failing test by its function's name
 
 
 def test_the_call_tracer_as_the_profiler_calls_it(driver: dict[str, Any], tmp_path: Path) -> None:

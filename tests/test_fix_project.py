@@ -91,8 +91,8 @@ def test_the_helper_module_is_found_and_fixed_without_file_or_function(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert scope_lines(err) == [
-        "scope: square in shapes/geometry.py (`square_area` (shapes/area.py) calls it in the failing test; "
-        "it ran during the failing test, called by `square_area`)"
+        "scope: square in shapes/geometry.py (the wrong value is made here: `square_area(3) → square(3) returned 6` "
+        "in test_square_area; `square_area` (shapes/area.py) calls it in the failing test)"
     ]
     prompt = requests[0].body["messages"][1]["content"]
     assert prompt.startswith("Fix the bug in `square`.")
@@ -124,6 +124,11 @@ def test_a_model_that_rewrites_the_caller_gets_the_callers_scope_only_after_the_
         "widening the scope to square_area in shapes/area.py",
     ]
     assert out.startswith("--- a/shapes/area.py\n+++ b/shapes/area.py\n")
+    # The tests pass, but `square` still returns the wrong value for its other callers: said so.
+    assert (
+        "note: the fix changes `square_area`, but the failing tests' values show the wrong value made in `square`"
+        in err
+    )
 
 
 @pytest.mark.e2e
@@ -151,7 +156,8 @@ def test_given_the_helpers_file_the_traced_helper_is_the_scope_not_the_whole_fil
     out, err = capsys.readouterr()
     assert code == 0, err
     assert scope_lines(err) == [
-        "scope: square in shapes/geometry.py (it ran during the failing test, called by `square_area`)"
+        "scope: square in shapes/geometry.py (the wrong value is made here: `square_area(3) → square(3) returned 6` "
+        "in test_square_area; it ran during the failing test, called by `square_area`)"
     ]
     assert out.startswith("--- a/shapes/geometry.py\n")
 

@@ -139,11 +139,13 @@ def where_to_look(
         stages = [Stage(args.function, budget, "--function", user_file.path)]
     else:
         stages = project_stages(localizer, baseline, budget, args.function)
+    suspects = localizer.rank(baseline) if not args.function else []
     files = dict(localizer.files)
     if user_file is not None:
         files[user_file.path] = user_file
         stages = [s if s.path else replace(s, path=user_file.path) for s in stages]
-    return Plan(stages, files, root)
+        suspects = [s if s.path else replace(s, path=user_file.path) for s in suspects]
+    return Plan(stages, files, root, suspects)
 
 
 def run_fix(

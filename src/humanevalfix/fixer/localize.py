@@ -251,8 +251,8 @@ def plan(suspects: list[Suspect], budget: int, filename: str, path: Path | None 
     """The scopes tried in turn: the first suspect, the next, then the whole file (the first
     suspect's, else `path`).
 
-    The first suspect gets two thirds of the turns, rounded up: it is the function at fault in 38
-    of the first 40 tasks of both sets of bench/fix_scope_bench.py, and a repair takes turns (20 of
+    The first suspect gets two thirds of the turns, rounded up: it is the function at fault in 39
+    and 38 of the first 40 tasks of the two sets of bench/fix_scope_bench.py, and a repair takes turns (20 of
     the 40 passes of the committed default benchmark run came at the third or fourth turn). The
     rest is shared evenly, two turns at least each (one turn has no feedback, as --max-iters 0),
     in order: with too few turns for all, the whole file is left out first, as a small model does

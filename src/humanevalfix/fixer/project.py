@@ -13,6 +13,10 @@ line's call), and on top of that:
   to, counts more than its caller (HELPER): the tested function calls into a helper module (the
   issue's `shapes/area.py` calling `shapes/geometry.py`), and a wrong value made there only shows
   in the caller's result. The caller comes next, then the whole file of the first suspect.
+- with the traced run's values (fixer.values): a function whose returned value reached, unchanged,
+  the result of a call the failing test made counts most (MADE, more the deeper it was made): the
+  wrong value was made there, whatever the test's line calls; and, with passing tests, a function
+  that ran only in the failing ones counts (ONLY_FAILING).
 
 FILE narrows the suspects to that file, `--function` to that function.
 """
@@ -28,8 +32,11 @@ from humanevalfix.errors import UserError
 from humanevalfix.fixer.localize import TRACEBACK, Localizer, Stage, Suspect, plan, units_of
 from humanevalfix.fixer.userfile import UserFile, load_user_file
 from humanevalfix.fixer.usertests import RunReport, UserTests, project_root
+from humanevalfix.fixer.values import Made, made, only_failing
 
-RAN, HELPER = 2, 5
+# MADE per failing test, plus the depth: it outweighs the failing line's call and the traceback
+# through the caller (4 + 3), not an exception raised in a function (8 + ...).
+RAN, HELPER, MADE, ONLY_FAILING = 2, 5, 6, 2
 
 
 def project_of(tests: UserTests, user_file: UserFile | None) -> Path:
@@ -141,8 +148,40 @@ class ProjectLocalizer:
             helper = suspects[(ran.path, name)]
             helper.add(HELPER, f"`{caller}` ({where}) calls it in the failing test")
             helper.reasons.insert(0, helper.reasons.pop())  # the strongest reason first
+        self._by_values(report, units, suspects)
         order: list[tuple[Path | None, str]] = list(suspects)  # every suspect here has its path
         return sorted(suspects.values(), key=lambda s: (-s.score, order.index((s.path, s.name))))
+
+    def _by_values(
+        self, report: RunReport, units: Mapping[Path, Mapping[str, object]], suspects: dict[tuple[Path, str], Suspect]
+    ) -> None:
+        """What the values say: where a failing test's asserted value was made, what ran only there."""
+        found: dict[tuple[Path, str], list[Made]] = {}
+        for m in made(report.values):
+            name = _unit(units.get(m.path, {}), m.function)
+            if name is not None:
+                found.setdefault((m.path, name), []).append(m)
+        for (path, name), ms in found.items():
+            suspect = suspects.setdefault((path, name), Suspect(name, path=path))
+            suspect.score += sum(MADE + m.depth for m in ms)
+            suspect.reasons.insert(0, made_reason(ms))
+        for s in only_failing(report.values):
+            name = _unit(units.get(s.path, {}), s.function)
+            if name is not None and (s.path, name) in suspects:
+                passing = report.values.passing
+                suspects[(s.path, name)].add(
+                    ONLY_FAILING, f"it ran only in the failing tests (in none of the {passing} passing)"
+                )
+
+
+def made_reason(ms: list[Made]) -> str:
+    """`scaled_rect(Rect(1, 1), 50) → clamp(50, 0.1, 10) returned 0.1` in test_x, and N more failing tests."""
+    m = ms[0]
+    via = " → … → " if m.depth > 1 else " → "
+    more = len({x.test for x in ms}) - 1
+    test = f" in {m.test}" if m.test else ""
+    tail = f", and in {more} more failing test{'s' if more > 1 else ''}" if more else ""
+    return f"the wrong value is made here: `{m.top.function}({m.top.args}){via}{m.call.text()}`{test}{tail}"
 
 
 def project_stages(localizer: ProjectLocalizer, report: RunReport, budget: int, function: str | None) -> list[Stage]:

@@ -30,9 +30,11 @@ def request_for_fix(
     feedback: str,
     baseline: ExecResult | None = None,
     check: Callable[[str], CodeCheck] | None = None,
+    context: str = "",
 ) -> RepairRequest:
     """`baseline`: the original's run against the tests (fix has it already; with one function in
-    scope, its failure told as the eval tells it); `check`: the scope's check (default: `scope.check`)."""
+    scope, its failure told as the eval tells it); `check`: the scope's check (default: `scope.check`);
+    `context`: what the tests' run showed beyond the failure (the calls' values, the other suspects)."""
     shown = tests.source if feedback == "tests" else None  # the user's tests have no separate example
     tree = pyast.parse(user_file.source)
     if scope.method:
@@ -56,7 +58,7 @@ def request_for_fix(
         check=check or scope.check,
         tests=shown,
         description=description,
-        rules=scope.rules(),
+        rules=scope.rules() + (f"\n\n{context.strip()}" if context.strip() else ""),
         rewrite=rewrite,
         baseline=baseline if shown is not None else None,
     )

@@ -113,6 +113,11 @@ def _parse(code: str) -> tuple[str, ast.Module]:
         raise
 
 
+# A small model asked to fix a function tends to rewrite its body; the diff is then more than the
+# fix (issue 53: `return max(low, min(high, value))` for a one-line bug).
+SMALLEST = "Make the smallest change that fixes it: where the bug is one line, change only that line."
+
+
 @dataclass(frozen=True)
 class Scope:
     """What the model may change in `original`: one function or method, or any definition (public API fixed)."""
@@ -142,14 +147,14 @@ class Scope:
             return (
                 f"Change only the method `{name}` of the class `{cls_name}`{signature}; the rest of {self.filename} "
                 "stays exactly as it is (you may add imports). Send the fixed method, alone or inside its class. "
-                f"The tests import this file as the module `{self.module}`."
+                f"The tests import this file as the module `{self.module}`. {SMALLEST}"
             )
         if self.function:
             fn = top_level_function(pyast.parse(self.original), self.function)
             signature = f" (keep its signature `{_signature(self.function, fn)}`)" if fn is not None else ""
             return (
                 f"Change only the function `{self.function}`{signature}; the rest of {self.filename} stays exactly "
-                f"as it is (you may add imports). The tests import this file as the module `{self.module}`."
+                f"as it is (you may add imports). The tests import this file as the module `{self.module}`. {SMALLEST}"
             )
         return (
             f"This is the whole file {self.filename} (the tests import it as the module `{self.module}`). You may "

@@ -13,8 +13,9 @@ no code in the reply. A fix counts once the final candidate of a scope has passe
 from __future__ import annotations
 
 import argparse
+import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -25,10 +26,12 @@ from humanevalfix.agent.codecheck import fingerprint
 from humanevalfix.agent.engines import DEFAULT_ENGINE
 from humanevalfix.evaluation.records import TaskRecord, agent_fields
 from humanevalfix.fixer.failures import describe
-from humanevalfix.fixer.localize import Localizer, Stage
+from humanevalfix.fixer.localize import Localizer, Stage, Suspect
 from humanevalfix.fixer.project import as_seen_from, shown
 from humanevalfix.fixer.request import request_for_fix
 from humanevalfix.fixer.scope import Scope
+from humanevalfix.fixer.suspects import Progress, context_for, suspects_line, workaround_note
+from humanevalfix.fixer.tidy import one_line_versions
 from humanevalfix.fixer.toolmodel import WorkspaceModel
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport, UserTestExecutor, UserTests
@@ -218,13 +221,19 @@ def _verdict(
 
 
 def _request(
-    user_file: UserFile, tests: UserTests, scope: Scope, feedback: str, baseline: RunReport, told: ScopedExecutor
+    user_file: UserFile,
+    tests: UserTests,
+    scope: Scope,
+    feedback: str,
+    baseline: RunReport,
+    told: ScopedExecutor,
+    context: str = "",
 ) -> RepairRequest:
     """The scope's request; with one function in scope, the original's failure told as the eval tells it."""
     shown = baseline.result
     if scope.function and baseline.result.status == "failed":
         shown = replace(shown, message=told.tell(baseline, user_file.source))
-    return request_for_fix(user_file, tests, scope, feedback, shown)
+    return request_for_fix(user_file, tests, scope, feedback, shown, context=context)
 
 
 @dataclass(frozen=True)
@@ -234,6 +243,7 @@ class Plan:
     stages: list[Stage]
     files: dict[Path, UserFile]
     root: Path
+    suspects: list[Suspect] = field(default_factory=list)  # ranked; shown to the model beside its scope
 
 
 def find_fix(
@@ -250,6 +260,8 @@ def find_fix(
     stages, served = where.stages, executor.user_file.path if executor.user_file is not None else None
     first = where.files[stages[0].path] if stages[0].path else executor.user_file
     assert first is not None  # a stage without a path is in the served FILE
+    if len(where.suspects) > 1:
+        console.print(f"suspects: {escape(suspects_line(where.suspects, where.root))}")
     console.print(f"scope: {_scope_line(stages[0], first, where.root)}")
     log = TurnLog(console, executor, baseline)
     # An oracle model answers by the request's id: oracle:buggy gives the file as it is.
@@ -270,7 +282,9 @@ def find_fix(
         )
         model = ProgressModel(tools, console, used.model or used.name)
         mode = ToolMode(used.native_tools)  # one for the session: an endpoint found to need text keeps it
+        carried = 0  # turns a suspect without progress left to the next
         for number, stage in enumerate(stages):
+            stage = replace(stage, turns=stage.turns + carried)
             user_file = where.files[stage.path] if stage.path else first
             if number:
                 turns = len(scopes)
@@ -290,22 +304,53 @@ def find_fix(
                 AgentSpec(max_iters=stage.turns - 1, engine=getattr(args, "engine", DEFAULT_ENGINE)),
             )
             log.offset = len(scopes)
+            context = context_for(stage, where.suspects, where.files, where.root, baseline.values)
+            last = number == len(stages) - 1
+            progress = Progress(baseline, threading.Event())
+
+            def on_attempt(attempt: Attempt, runner: UserTestExecutor = runner, progress: Progress = progress) -> None:
+                log(attempt)
+                if attempt.outcome in EXECUTED and runner.reports:
+                    progress.see(runner.reports[-1])
+
             result = repair(
-                _request(user_file, tests, scope, args.feedback, seen, told),
+                _request(user_file, tests, scope, args.feedback, seen, told, context),
                 model,
                 told,
                 settings,
                 mode,
-                on_attempt=log,
+                stop=None if last else progress.stop,
+                on_attempt=on_attempt,
             )
             results.append(result)
             label = scope.label if user_file is first else f"{shown(user_file.path, where.root)}: {scope.label}"
             scopes += [label] * len(result.attempts)
             fixed = _verdict(args, result, user_file.source, runner, console, log)
-            if fixed or result.error or result.stop_reason == "interrupted":
+            moved = progress.moved_on and result.stop_reason == "interrupted"
+            if fixed or result.error or (result.stop_reason == "interrupted" and not moved):
                 break
+            carried = stage.turns - len(result.attempts) if moved else 0
+            if moved:
+                console.print(
+                    f"  no progress in {escape(scope.label)}: its candidates fail as the original does; "
+                    f"{carried} turn{'s' if carried != 1 else ''} left for the next scope"
+                )
+    note = workaround_note(stages[len(results) - 1].function, user_file.path, baseline.values, where.root)
+    if fixed and note:
+        console.print(f"[yellow]note[/]: {escape(note)}")
     session = _merged(results)
     message = "" if fixed else (session.error or log.failures[-1])
     record = _record(first, session, scopes, fixed, message, time.monotonic() - start)
     tried = tuple(dict.fromkeys(s.function or "the whole file" for s in stages[: len(results)]))
-    return Outcome(fixed, session.final_code if fixed else None, message, session, record, tried, user_file)
+    final = _smallest(user_file.source, session.final_code, runner, console) if fixed and session.final_code else None
+    return Outcome(fixed, final, message, session, record, tried, user_file)
+
+
+def _smallest(original: str, fix: str, runner: UserTestExecutor, console: Console) -> str:
+    """A fix that rewrote more than its wrong line: that one line alone, when it passes the tests too
+    (a small model asked for the smallest change still rewrites the body: issue 53)."""
+    for trial in one_line_versions(original, fix):
+        if runner.check(trial).passed:
+            console.print("smallest change: one line of the fix passes the tests alone; the rest is left out")
+            return trial
+    return fix

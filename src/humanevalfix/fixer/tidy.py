@@ -15,7 +15,9 @@ and all of it would land in the user's diff. So, after splicing (fixer.scope):
 
 Every step but the docstring's keeps the candidate's syntax tree exactly (checked with
 `ast.dump`): a step that would change what runs (a re-indented `return` that leaves a loop, a
-comment inside a string) is not taken.
+comment inside a string) is not taken. `one_line_versions` does change what runs: once a fix has
+passed, fixer.session runs the tests on each of its one-line versions, and keeps the first that
+passes.
 """
 
 from __future__ import annotations
@@ -277,3 +279,32 @@ def minimal(original: str, new: str) -> str:
     if not original.endswith("\n") and new.endswith("\n") and not new.endswith("\n\n"):
         new = new[:-1]
     return new
+
+
+ONE_LINE_TRIALS = 6  # test runs at most, after a fix, to find a one-line version of it
+
+
+def one_line_versions(original: str, new: str) -> list[str]:
+    """The original with one line of `new`'s in place of the original line it most resembles (same
+    indentation), most alike first: when one of them passes the tests, the bug was that line and
+    the rest of a rewritten body is not the fix. Empty when `new` changes one line or fewer."""
+    old, mine = original.splitlines(keepends=True), new.splitlines(keepends=True)
+    chunks = [op for op in difflib.SequenceMatcher(None, old, mine, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in chunks) <= 1:
+        return []
+    pairs: list[tuple[float, int, str]] = []
+    for tag, i1, i2, j1, j2 in chunks:
+        for i in range(i1, i2) if tag == "replace" else ():
+            for line in mine[j1:j2]:
+                indent = len(line) - len(line.lstrip())
+                if indent != len(old[i]) - len(old[i].lstrip()) or line.strip() == old[i].strip():
+                    continue
+                ratio = difflib.SequenceMatcher(None, old[i].strip(), line.strip()).ratio()
+                if ratio >= 0.5:
+                    pairs.append((ratio, i, line))
+    out: list[str] = []
+    for _, i, line in sorted(pairs, key=lambda p: -p[0]):
+        trial = "".join(old[:i] + [line] + old[i + 1 :])
+        if trial not in out and _dump(trial) is not None:
+            out.append(trial)
+    return out[:ONE_LINE_TRIALS]

@@ -13,12 +13,13 @@ import re
 import secrets
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from humanevalfix import pyast
 from humanevalfix.errors import UserError
 from humanevalfix.fixer.userfile import UserFile, syntax_error
+from humanevalfix.fixer.values import Values, parse_values
 from humanevalfix.sandbox.executor import ExecResult, Executor
 
 _CHILD = Path(__file__).resolve().parent.parent / "sandbox" / "child"
@@ -192,6 +193,7 @@ class RunReport:
     undefined_names: tuple[str, ...] = ()
     failures: tuple[FailedTest, ...] = ()  # the first few, when the driver reported them
     ran: tuple[Ran, ...] = ()  # with a trace: the project's functions that ran in the failing tests
+    values: Values = Values()  # with a trace: the failing tests' project calls and their values
 
     @property
     def passed(self) -> bool:
@@ -245,6 +247,7 @@ def parse_report(raw: ExecResult, nonce: str) -> RunReport:
         undefined_names=tuple(header.get("undefined_names", [])),
         failures=_failures(header.get("failures")),
         ran=_ran(header.get("ran")),
+        values=parse_values(header.get("values")),
     )
 
 
@@ -305,8 +308,15 @@ class UserTestExecutor:
         return source + f"\n\nmain(json.loads({json.dumps(json.dumps(spec))}))\n"
 
     def check(self, code: str, with_tests: bool = True, trace: bool = False) -> RunReport:
+        """`trace`: a second run under the tracer gives what ran and its values; the report itself is
+        the untraced run's (the values take the traced run's room for text, and the hook its time)."""
         nonce = secrets.token_hex(8)
-        return parse_report(self.inner.run("", self.program(code, with_tests, nonce, trace)), nonce)
+        report = parse_report(self.inner.run("", self.program(code, with_tests, nonce)), nonce)
+        if not trace or report.passed or self.project is None:
+            return report
+        nonce = secrets.token_hex(8)
+        traced = parse_report(self.inner.run("", self.program(code, with_tests, nonce, trace)), nonce)
+        return replace(report, ran=traced.ran, values=traced.values)
 
     def run(self, code: str, test: str, support: str = "") -> ExecResult:
         """The agent's call; an empty `test` (feedback modes without tests) only imports the module.

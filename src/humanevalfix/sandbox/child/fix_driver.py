@@ -100,6 +100,7 @@ class Report:
         self.undefined_names: list[str] = []
         self.failures: list[dict[str, Any]] = []  # failure_entry(...), in the order they happened
         self.ran: list[list[Any]] = []  # CallTracer.entries()
+        self.values: Any = None  # CallTracer.values, called with the header's room when it is written
 
     def note_text(self, text: str) -> None:
         self.missing_modules += [m for m in MISSING_MODULE_RE.findall(text) if m not in self.missing_modules]
@@ -314,6 +315,7 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
     report.undefined_names += collector.undefined
     report.failures += collector.entries
     report.ran = tracer.entries() if tracer else []
+    report.values = tracer.values if tracer else None
     if code == 0:
         report.status = "passed"
         return
@@ -336,8 +338,16 @@ def run_pytest(spec: dict[str, Any], report: Report) -> None:
 def emit(nonce: str, report: Report, user_output: str) -> None:
     out = sys.__stdout__
     assert out is not None, "the driver runs with a stdout"  # None only for a GUI process without a console
-    header = json.dumps(report.header())
-    room = max(1000, min(REPORT_CAP, OUTPUT_ROOM - len(header)))  # the executor keeps the head of the output
+    fields = report.header()
+    floor = 1000
+    if report.values is not None:  # a traced run: the parent reads its header, its text is the untraced run's
+        floor = 200
+        try:
+            fields["values"] = report.values(OUTPUT_ROOM - floor - 50 - len(json.dumps(fields)))
+        except Exception:  # the values are a hint: the report goes out without them
+            fields["values"] = None
+    header = json.dumps(fields)
+    room = max(floor, min(REPORT_CAP, OUTPUT_ROOM - len(header)))  # the executor keeps the head of the output
     out.write(f"<<fix-report {nonce}>>\n{header}\n{cap(report.text, room)}\n<</fix-report {nonce}>>\n")
     if user_output.strip():
         out.write(cap(user_output, USER_OUTPUT_CAP) + "\n")
@@ -366,6 +376,7 @@ def main(spec: dict[str, Any]) -> None:
             if tracer:
                 tracer.stop(report.status != "passed")
                 report.ran = tracer.entries()
+                report.values = tracer.values
         if module is not None and tests["kind"] == "pytest":
             run_pytest(spec, report)
     finally:

@@ -1,0 +1,205 @@
+"""`fix --tests T` without FILE or --function finds the cause, not the symptom (issue 53): a clamp
+helper returns `low` where it should return `high`, two functions of another module call it, and
+the tests assert the callers' results (`r = scaled_rect(...); assert (r.width, r.height) == ...`).
+No traceback reaches the helper and no failing line calls it: the traced run's values show that
+what the callers returned was made in `clamp`, so `clamp` is offered first, with those values, and
+the fix is a one-line diff to the helper.
+
+Real HTTP to the scripted server (text protocol), the real sandbox running pytest on each candidate
+and tracing the baseline, the user's files in a git repository in a temp dir.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from humanevalfix.cli import main
+from humanevalfix.testing.scripted_server import ScriptedServer, fenced
+
+from .conftest import KEYS_ENV
+
+KEY = "sk-test-fix-cause-0000"
+
+HELPERS = '''"""Small numeric helpers."""
+
+
+def clamp(value, low, high):
+    """value, kept within [low, high]."""
+    if value < low:
+        return low
+    if value > high:
+        return low
+    return value
+'''
+SHAPES = '''"""Shapes built on the helpers."""
+from dataclasses import dataclass
+
+from geometry.helpers import clamp
+
+
+@dataclass(frozen=True)
+class Rect:
+    width: float
+    height: float
+
+
+def scaled_rect(rect, factor):
+    """rect scaled by factor, each side kept within [0.1, 10]."""
+    return Rect(clamp(rect.width * factor, 0.1, 10), clamp(rect.height * factor, 0.1, 10))
+
+
+def opacity_percent(x):
+    """x (0 to 1) as a whole percentage."""
+    return round(clamp(x, 0, 1) * 100)
+'''
+TESTS = """from geometry.shapes import Rect, opacity_percent, scaled_rect
+
+
+def test_scaled_rect():
+    r = scaled_rect(Rect(1, 1), 50)
+    assert (r.width, r.height) == (10, 10)
+
+
+def test_opacity_percent():
+    assert opacity_percent(2.0) == 100
+"""
+# The clamp sent back with its one wrong line fixed.
+ONE_LINE = HELPERS.split("\n\n\n")[1].replace(
+    "        return low\n    return value", "        return high\n    return value"
+)
+
+
+@pytest.fixture
+def geometry(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "geometry").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "geometry" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "geometry" / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (root / "geometry" / "shapes.py").write_text(SHAPES, encoding="utf-8")
+    (root / "tests" / "test_shapes.py").write_text(TESTS, encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+def fix(server: ScriptedServer, *args: str) -> int:
+    return main(
+        [
+            "fix",
+            *args,
+            "--text-tools",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted-model",
+            "--api-key-env",
+            KEYS_ENV,
+            "--retries",
+            "1",
+            "--request-timeout",
+            "20",
+            "--timeout",
+            "60",
+        ]
+    )
+
+
+@pytest.mark.e2e
+def test_the_helper_that_made_the_wrong_value_is_offered_first_with_the_values_and_fixed(
+    geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(geometry)
+    assert "return high" in ONE_LINE
+    with ScriptedServer([fenced(ONE_LINE)]) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py")
+        requests = server.chat_requests()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    scopes = [line for line in err.splitlines() if re.match(r"^(suspects: |scope: |widening )", line)]
+    assert scopes == [
+        "suspects: clamp in geometry/helpers.py (score 16), opacity_percent in geometry/shapes.py (score 6), "
+        "scaled_rect in geometry/shapes.py (score 3)",
+        "scope: clamp in geometry/helpers.py (the wrong value is made here: `scaled_rect(Rect(width=1, height=1), "
+        "50) → clamp(50, 0.1, 10) returned 0.1` in test_scaled_rect, and in 1 more failing test; it ran during "
+        "the failing test, called by `scaled_rect`)",
+    ]
+    prompt = requests[0].body["messages"][1]["content"]
+    assert prompt.startswith("Fix the bug in `clamp`.")
+    assert "where the bug is one line, change only that line" in prompt
+    # The calls with their values, each under the call it was made in, and the callers' code.
+    assert (
+        "test_scaled_rect:\n"
+        "  scaled_rect(Rect(width=1, height=1), 50) returned Rect(width=0.1, height=0.1)\n"
+        "    <- clamp(50, 0.1, 10) returned 0.1\n"
+        "test_opacity_percent:\n"
+        "  opacity_percent(2.0) returned 0\n"
+        "    <- clamp(2.0, 0, 1) returned 0"
+    ) in prompt
+    assert "# geometry/shapes.py\ndef opacity_percent(x):" in prompt
+    assert out == (
+        "--- a/geometry/helpers.py\n+++ b/geometry/helpers.py\n@@ -6,5 +6,5 @@\n"
+        "     if value < low:\n         return low\n     if value > high:\n-        return low\n+        return high\n"
+        "     return value\n"
+    )
+    assert "note:" not in err
+
+
+@pytest.mark.e2e
+def test_a_suspect_without_progress_gives_its_turns_on_and_a_workaround_is_reported(
+    geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the opacity test: its caller can pass alone without the helper. The helper comes first;
+    two candidates that fail as the original did move on to the caller, and its fix is a workaround."""
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(geometry)
+    (geometry / "tests" / "test_shapes.py").write_text(
+        "from geometry.shapes import opacity_percent\n\n\ndef test_opacity_percent():\n"
+        "    assert opacity_percent(2.0) == 100\n",
+        encoding="utf-8",
+    )
+    clamp = HELPERS.split("\n\n\n")[1]
+    same = [fenced(clamp.replace("return value", f"return value{tail}")) for tail in (" * 1", " + 0")]
+    caller = fenced("def opacity_percent(x):\n    return round(min(max(x, 0), 1) * 100)\n")
+    with ScriptedServer([*same, caller]) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py")  # 6 turns: 4 for clamp, 2 for the next
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if re.match(r"^(scope: |widening |  no progress)", line)]
+    assert [line.split(" (")[0] for line in lines] == [
+        "scope: clamp in geometry/helpers.py",
+        "  no progress in clamp: its candidates fail as the original does; 2 turns left for the next scope",
+        "widening the scope to opacity_percent in geometry/shapes.py",
+    ]
+    assert lines[-1].endswith(" after 2 turns")
+    assert out.startswith("--- a/geometry/shapes.py\n")
+    assert (
+        "note: the fix changes `opacity_percent`, but the failing tests' values show the wrong value made in `clamp` "
+        "(geometry/helpers.py: `clamp(2.0, 0, 1) returned 0`): this works around it"
+    ) in err
+
+
+@pytest.mark.e2e
+def test_a_rewritten_body_comes_back_as_its_one_line_fix(
+    geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the embedded model sent for this project: the fix, with `elif`/`else` around it."""
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(geometry)
+    rewritten = (
+        "def clamp(value, low, high):\n    if value < low:\n        return low\n    elif value > high:\n"
+        "        return high\n    else:\n        return value\n"
+    )
+    with ScriptedServer([fenced(rewritten)]) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py")
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "smallest change: one line of the fix passes the tests alone; the rest is left out" in err
+    assert [line for line in out.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-        return low",
+        "+        return high",
+    ]
