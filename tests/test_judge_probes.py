@@ -368,6 +368,59 @@ def test_a_value_with_its_own_methods_never_reaches_the_judge(kind: str, case: s
     assert "pwned" not in result.output
 
 
+# A task whose prompt defines a class (the helpers, so the judge's): its instances cross by value.
+NODE = "class Node:\n    def __init__(self, val, next=None):\n        self.val = val\n        self.next = next\n"
+NODE_TEST = (
+    "def check(f):\n    a = Node(1)\n    a.next = a\n    out = f(a)\n"
+    "    assert out.val == 2 and out.next is out\ncheck(f)\n"
+)
+# The candidate's own classes: one the dataset does not define, one that shadows the dataset's
+# Node with methods that would lie in the judge, and a frame of its own naming what no instance
+# may be (a builtin, a function) sent straight down the socket. Each defines the prompt's Node
+# too, as a fix does, so the argument reaches f.
+OWN_CLASSES = {
+    "a class of its own": NODE
+    + (
+        "class Evil:\n    val = 2\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
+        "    def __reduce__(self):\n        return (print, ('pwned',))\n"
+        "    def __getattr__(self, name):\n        return self\n"
+        "def f(x):\n    e = Evil()\n    e.next = e\n    return e\n"
+    ),
+    "the dataset's class shadowed": (
+        "class Node:\n    def __init__(self, val, next=None):\n        self.val = val\n        self.next = next\n"
+        "    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
+        "    def __reduce__(self):\n        return (print, ('pwned',))\n"
+        "    def __getstate__(self):\n        return {'val': 2, 'next': self}\n"
+        "    def __getattribute__(self, name):\n"
+        "        return 2 if name == 'val' else object.__getattribute__(self, name)\n"
+        "def f(x):\n    return x\n"
+    ),
+    "a forged frame naming a builtin": NODE
+    + (
+        "import json, os, socket, struct\n"
+        "def f(x):\n    body = json.dumps({'value': ['G', [['print', 'val', 2]], ['@', 0]]}).encode()\n"
+        "    socket.socket(fileno=3).sendall(struct.pack('!Q', len(body)) + body)\n    os._exit(0)\n"
+    ),
+    "a forged frame naming a function": NODE
+    + (
+        "import json, os, socket, struct\n"
+        "def f(x):\n    body = json.dumps({'value': ['G', [['check', 'val', 2]], ['@', 0]]}).encode()\n"
+        "    socket.socket(fileno=3).sendall(struct.pack('!Q', len(body)) + body)\n    os._exit(0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("kind", "case"), [(k, c) for k in KINDS for c in OWN_CLASSES])
+def test_an_object_of_the_candidates_own_never_passes_as_the_datasets(kind: str, case: str) -> None:
+    ex = executor(kind)
+    result = ex.run(OWN_CLASSES[case], NODE_TEST, NODE)
+    assert result.status == "failed", (case, result)
+    assert "pwned" not in result.output and "could not be read" not in result.message, result
+    if kind != "restricted":  # its policy refuses attribute writes and dunders: the twin is not its
+        honest = ex.run(NODE + "def f(x):\n    x.val += 1\n    return x\n", NODE_TEST, NODE)
+        assert honest.passed, honest
+
+
 def test_plain_values_that_are_right_pass_through_the_judge() -> None:
     """The codec's other side: every plain type a test compares arrives equal (bwrap)."""
     ex = executor("bwrap")

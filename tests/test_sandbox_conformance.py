@@ -495,8 +495,13 @@ def test_writing_outside_the_work_dir(ex: Any, tmp_path: Path, how: str) -> None
     if FS in ex.guarantees:
         assert not target.exists()  # the host's /tmp is not even visible
         assert "blocked:" in result.output
+    elif ex.jail.candidate_uid is not None:
+        # unshare under a root harness: the host's file system, seen by uid 65534, which may not
+        # write this root-owned folder (nor /etc, /usr or the caches).
+        assert not target.exists() and "blocked:" in result.output
     else:
-        # Documented: the rlimits-only and unshare jails share the host's file system.
+        # Documented: the rlimits-only jail, and unshare under a harness that is not root, share
+        # the host's file system as the harness's user.
         assert target.read_text().strip() == "pwned"
     cwd = result.output.split("CWD=", 1)[1].split("\n", 1)[0]
     if ex.jail.level not in ("bwrap", "docker"):  # their work dir is a tmpfs of their own
@@ -504,6 +509,31 @@ def test_writing_outside_the_work_dir(ex: Any, tmp_path: Path, how: str) -> None
         # returns, by a fork server before it takes the next request.
         still_works(ex)
         assert not Path(cwd).exists()
+
+
+def test_no_sysctl_cgroup_or_system_file_is_written_where_the_level_isolates_the_candidate(ex: Any) -> None:
+    """Machine-wide settings (a sysctl that needs no capability, written back with the value it
+    has), the cgroup files and /etc: not under bwrap or docker (a root harness's bwrap candidate is
+    host uid 0 to /proc/sys, so bwrap shows it read-only), nor under unshare with a root harness
+    (uid 65534)."""
+    if restricted(ex) or not (FS in ex.guarantees or ex.jail.candidate_uid is not None):
+        return  # process, and unshare under a harness that is not root: the harness's user (documented)
+    code = (
+        "import os\n"
+        "def f(x):\n"
+        "    for p in ('/proc/sys/kernel/printk_ratelimit', '/sys/fs/cgroup/cgroup.procs', '/etc/hefix-probe'):\n"
+        "        try:\n"
+        "            old = open(p).read() if os.path.exists(p) else '5'\n"
+        "            with open(p, 'w') as fh:\n"
+        "                fh.write(old)\n"
+        "            print('WROTE', p)\n"
+        "        except OSError as exc:\n"
+        "            print('blocked', p, type(exc).__name__)\n"
+        "    return x + 1\n"
+    )
+    result = ex.run(code, TEST)
+    assert result.passed and "WROTE" not in result.output and result.output.count("blocked") == 3, result
+    assert not Path("/etc/hefix-probe").exists()
 
 
 SHARED_PLACES = ["/", "/tmp", "/dev/shm", "/dev/mqueue", "/hefix-sock", "/hefix"]  # and the work dir

@@ -104,7 +104,7 @@ def test_fix_executor_asks_for_the_sandbox_with_the_project_read_only(built: Bui
     for kind in ("bwrap", "docker", "unshare", "process"):
         assert fix_executor(kind, limits, needs) is built
     binds = [(kind, kwargs["ro_binds"]) for kind, _, kwargs in built.calls]
-    assert binds == [("bwrap", needs), ("docker", needs), ("unshare", ()), ("process", ())]
+    assert binds == [("bwrap", needs), ("docker", needs), ("unshare", needs), ("process", ())]
     assert all(lim is limits for _, lim, _ in built.calls)
 
 
@@ -114,7 +114,10 @@ def test_fix_executor_shows_auto_the_project_and_hands_every_level_the_warning(b
     warnings: list[str] = []
     for kind in ("auto", "unshare"):
         fix_executor(kind, Limits(), (tmp_path,), warnings.append)
-    assert [(kind, kwargs["ro_binds"]) for kind, _, kwargs in built.calls] == [("auto", (tmp_path,)), ("unshare", ())]
+    assert [(kind, kwargs["ro_binds"]) for kind, _, kwargs in built.calls] == [
+        ("auto", (tmp_path,)),
+        ("unshare", (tmp_path,)),
+    ]
     assert all(kwargs["warn"] == warnings.append for _, _, kwargs in built.calls)
 
 

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from humanevalfix.errors import ConfigError
-from humanevalfix.sandbox import docker, jail
+from humanevalfix.sandbox import cover, docker, jail
 from humanevalfix.sandbox.child.procs import start_time
-from humanevalfix.sandbox.cover import COVER
+from humanevalfix.sandbox.cover import COVER, closed_ancestors, unshare_argv
 from humanevalfix.sandbox.docker import (
     LABEL,
     NO_CLI,
@@ -50,19 +50,25 @@ from humanevalfix.sandbox.jail import (
     PACKAGE_DIR,
     PIDS,
     RUNNER_FILES,
+    SANDBOX_UID,
     Jail,
     bind_problem,
     hidden_package_dirs,
     link_chain,
     python_roots,
-    unshare_argv,
     weaker_warning,
 )
 
 # ---------------------------------------------------------------- jail.py
 
 
-def test_levels_guarantee_and_describe_what_they_isolate() -> None:
+@pytest.fixture
+def as_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A harness that is not root: the unshare jail maps it to root in a user namespace of its own."""
+    monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
+
+
+def test_levels_guarantee_and_describe_what_they_isolate(as_user: None) -> None:
     assert Jail("bwrap", python_roots=("/opt/py",)).guarantees == {NET, PIDS, FS}
     assert Jail("unshare").guarantees == {NET, PIDS}
     assert Jail("none").guarantees == frozenset()
@@ -106,7 +112,7 @@ def test_a_jail_refuses_a_bind_it_cannot_make() -> None:
     assert Jail("none", ro_binds=("/srv/app",)).ro_binds == (Path("/srv/app"),)  # strings become paths
 
 
-def test_wrap_puts_the_command_inside_the_jail() -> None:
+def test_wrap_puts_the_command_inside_the_jail(as_user: None) -> None:
     argv = ["python", "-I", "-c", "print(1)"]
     assert Jail("none").wrap(argv, as_pid_1=True) == argv and Jail("none").wrap(argv, as_pid_1=True) is not argv
     wrapped = Jail("unshare").wrap(argv, as_pid_1=False)
@@ -119,6 +125,57 @@ def test_wrap_puts_the_command_inside_the_jail() -> None:
     assert f"ro:{PACKAGE_DIR.resolve()}" in cover and str((PACKAGE_DIR / "evaluation" / "data").resolve()) in cover
     with pytest.raises(ValueError, match="a docker jail is a container"):
         Jail("docker", python="python3").wrap(argv, as_pid_1=True)
+
+
+def test_a_root_harness_runs_unshare_candidates_as_uid_65534(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No user namespace (in one of its own the candidate would still be host root to every file):
+    the cover, then setpriv to 65534 with no groups, capabilities or way to gain any; the
+    directories it must pass through that others may not (a root harness's /root) are opened by
+    an overlay in the jail's mount namespace only."""
+    monkeypatch.setattr(jail.os, "geteuid", lambda: 0)
+    home = tmp_path / "home"
+    (home / "py" / "bin").mkdir(parents=True)
+    home.chmod(0o700)
+    python = str(home / "py" / "bin" / "python3")
+    j = Jail("unshare", python=python, python_roots=(str(home / "py"),))
+    assert j.candidate_uid == SANDBOX_UID and "uid 65534 without capabilities" in j.description
+    argv = ["python", "-I", "-c", "print(1)"]
+    wrapped = j.wrap(argv, as_pid_1=True)
+    assert wrapped[: len(unshare_argv(False)) + 1] == [*unshare_argv(False), "--"] and "--user" not in wrapped
+    assert (
+        wrapped[-len(argv) - 9 :]
+        == [
+            "--",
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            *argv,
+        ][-len(argv) - 9 :]
+    )
+    steps = wrapped[len(unshare_argv(False)) + 5 :]
+    opened = [s for s in steps if s.startswith(("open:", "x:"))]
+    assert steps[0] == "shm" and opened[0].startswith("open:") and opened[-1] in (f"open:{home}", f"x:{home}")
+    assert steps.index(opened[-1]) < steps.index(f"ro:{PACKAGE_DIR.resolve()}")  # opened, then protected
+    # Inside an overlay, a closed folder is made passable in it: no overlay on an overlay.
+    assert cover._opening(("/a", "/a/b", "/c")) == ["open:/a", "x:/a/b", "open:/c"]
+    monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
+    assert Jail("unshare").candidate_uid is None and Jail("bwrap", python_roots=("/opt/py",)).candidate_uid is None
+
+
+def test_closed_ancestors_are_the_ones_others_cannot_pass(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / "f").write_text("x")
+    (tmp_path / "a").chmod(0o700)
+    (tmp_path / "a" / "b").chmod(0o755)
+    (tmp_path / "a" / "b" / "c").chmod(0o750)
+    found = closed_ancestors([str(tmp_path / "a" / "b" / "c" / "f"), str(tmp_path / "a" / "b" / "c")])
+    assert found[-2:] == (str(tmp_path / "a"), str(tmp_path / "a" / "b" / "c"))
+    assert str(tmp_path / "a" / "b") not in found and closed_ancestors(["/usr/bin/env"]) == ()
 
 
 def mounts_of(argv: list[str]) -> list[tuple[str, ...]]:

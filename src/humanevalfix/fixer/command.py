@@ -71,7 +71,9 @@ def fix_executor(
             "--sandbox restricted: fix runs pytest and imports your modules, which RestrictedPython does not allow; "
             "use --sandbox auto, bwrap, unshare, process or docker"
         )
-    binds = needs if kind in ("auto", "bwrap", "docker") else ()  # the other levels see the host's files anyway
+    # `process` sees the host's files anyway; unshare does too, but told of the project it keeps a
+    # root harness's candidates root to read it (Jail.candidate_uid), as a project is often its owner's alone.
+    binds = needs if kind in ("auto", "bwrap", "docker", "unshare") else ()
     return build_executor(kind, limits, ro_binds=binds, docker=docker, warn=warn)
 
 

@@ -8,24 +8,75 @@ empty read-only tmpfs. A mount that fails fails the jail (exit 126): never a jai
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).absolute().parent.parent  # humanevalfix/: its dataset covered here, hidden in bwrap
 
-# Run first in the unshare jail's own mount namespace (then it execs the interpreter): each `ro:DIR`
-# is bound read-only over itself, each other DIR covered by an empty read-only tmpfs. A mount that
-# fails fails the jail (exit 126), never a jail without the cover.
+# Run first in the unshare jail's own mount namespace (then it execs the interpreter): `shm` gives
+# it a /dev/shm of its own; each `open:DIR` (a directory the unprivileged candidate could not pass
+# through, as a root harness's /root) gets an overlay whose root alone is made passable (o+x: the
+# host's directory is unchanged, nothing in it is listed), and each `x:DIR` inside one is made
+# passable in it; each `ro:DIR` is bound read-only over
+# itself; each other DIR is covered by an empty read-only tmpfs. A mount that fails fails the jail
+# (exit 126), never a jail without the cover.
 COVER = (
-    'while [ "$1" != -- ]; do case "$1" in '
+    'n=0; while [ "$1" != -- ]; do case "$1" in '
+    "shm) mount -t tmpfs -o size=16m,mode=1777 hefix-shm /dev/shm && mkdir -m 0700 /dev/shm/.hefix-open "
+    "|| exit 126 ;; "
+    'open:*) n=$((n + 1)); o=/dev/shm/.hefix-open; mkdir "$o/u$n" "$o/w$n" && mount -t overlay hefix-open '
+    '-o "lowerdir=${1#open:},upperdir=$o/u$n,workdir=$o/w$n" "${1#open:}" && chmod o+x "${1#open:}" || exit 126 ;; '
+    'x:*) chmod o+x "${1#x:}" || exit 126 ;; '
     'ro:*) mount --bind -o ro "${1#ro:}" "${1#ro:}" || exit 126 ;; '
     '*) mount -t tmpfs -o ro,size=4k,mode=0555 hefix-covered "$1" || exit 126 ;; '
     'esac; shift; done; shift; exec "$@"'
 )
 
 
-def covered(argv: list[str], environ: dict[str, str] | None = None) -> list[str]:
-    """`argv` run after COVER has mounted the cover."""
-    return ["/bin/sh", "-c", COVER, "hefix-cover", *covered_paths(environ), "--", *argv]
+def dropped(argv: list[str], uid: int) -> list[str]:
+    """`argv` run as `uid` (its group the same), with no groups, no capabilities and no way to gain
+    any: a root harness's candidate then owns nothing of the host's and can write only where any
+    user can (docs/sandbox.md)."""
+    ids = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+    return ["setpriv", *ids, "--no-new-privs", "--", *argv]
+
+
+def covered(
+    argv: list[str], environ: dict[str, str] | None = None, opened: tuple[str, ...] = (), uid: int | None = None
+) -> list[str]:
+    """`argv` run after COVER has mounted the cover; as `uid` where given (`opened`: the directories
+    it must pass through to reach its interpreter and runner, outermost first)."""
+    steps = ["shm", *_opening(opened)] if uid is not None else []
+    tail = dropped(argv, uid) if uid is not None else argv
+    return ["/bin/sh", "-c", COVER, "hefix-cover", *steps, *covered_paths(environ), "--", *tail]
+
+
+def _opening(opened: tuple[str, ...]) -> list[str]:
+    """An overlay for each outermost directory (`open:`); one inside an overlay is made passable in
+    it (`x:`, copied up), as an overlay on an overlay may not mount."""
+    steps: list[str] = []
+    tops: list[str] = []
+    for d in opened:
+        inside = any(d.startswith(top.rstrip("/") + "/") for top in tops)
+        steps.append(f"x:{d}" if inside else f"open:{d}")
+        if not inside:
+            tops.append(d)
+    return steps
+
+
+def closed_ancestors(paths: list[str]) -> tuple[str, ...]:
+    """The directories on the way to `paths` (and those of `paths` that are directories) that a
+    user other than their owner cannot pass through (no o+x), outermost first."""
+    found: dict[str, None] = {}
+    for path in paths:
+        p = Path(path)
+        for d in [*reversed(p.parents), *([p] if p.is_dir() else [])]:
+            try:
+                if str(d) != "/" and not d.stat().st_mode & stat.S_IXOTH:
+                    found[str(d)] = None
+            except OSError:
+                continue
+    return tuple(sorted(found, key=lambda d: (d.count("/"), d)))
 
 
 def covered_paths(environ: dict[str, str] | None = None) -> list[str]:
@@ -43,3 +94,22 @@ def covered_paths(environ: dict[str, str] | None = None) -> list[str]:
     covered = dict.fromkeys(str(f.resolve()) for f in folders if f.is_dir())
     package = dict.fromkeys((os.path.normpath(str(PACKAGE_DIR)), str(PACKAGE_DIR.resolve())))
     return [f"ro:{d}" for d in package] + list(covered)
+
+
+def unshare_argv(user_namespace: bool = True) -> list[str]:
+    # --map-root-user: namespaces without privileges where user namespaces are allowed (a root
+    # harness needs none: it makes them as itself, and COVER ends by dropping to SANDBOX_UID, for
+    # inside a user namespace of its own the candidate would still be host root to every file).
+    # --mount: a mount namespace of the candidate's own, where COVER hides and protects the harness's files.
+    return [
+        "unshare",
+        *(["--user", "--map-root-user"] if user_namespace else []),
+        "--net",
+        "--pid",
+        "--ipc",
+        "--uts",
+        "--mount",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+    ]

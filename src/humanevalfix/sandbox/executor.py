@@ -98,6 +98,14 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+def work_dir(jail: Jail, prefix: str) -> str:
+    """A host work dir for a jail without one of its own, owned by the user its processes run as."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if jail.candidate_uid is not None:
+        os.chown(path, jail.candidate_uid, jail.candidate_uid)
+    return path
+
+
 def takes_timeout(executor: Any) -> bool:
     """Whether `executor.run` takes `timeout_s`, the time of one run of the harness's own program
     (no candidate code: the pass@1+ answers), which the candidates' --timeout must not bound.
@@ -344,7 +352,7 @@ class SubprocessExecutor(JailedExecutor):
         start = time.monotonic()
         # Under bwrap the work dir is a private tmpfs that dies with the sandbox; otherwise a
         # host temp dir, removed below.
-        tmp = None if self.jail.level == "bwrap" else tempfile.mkdtemp(prefix="hefix-")
+        tmp = None if self.jail.level == "bwrap" else work_dir(self.jail, "hefix-")
         result_r, result_w = os.pipe()
         payload = json.dumps(
             {

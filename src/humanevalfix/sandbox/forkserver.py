@@ -49,6 +49,7 @@ from humanevalfix.sandbox.executor import (
     kill_group,
     remove_tree,
     verdict,
+    work_dir,
 )
 from humanevalfix.sandbox.jail import FS, JAIL_WORK
 from humanevalfix.sandbox.testcode import CompiledTests, default_directory
@@ -203,7 +204,7 @@ class ForkServerExecutor(JailedExecutor):
         Called from a thread that outlives the server: bwrap's --die-with-parent follows the
         thread that started it, not the process."""
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        base = None if self.jail.level == "bwrap" else tempfile.mkdtemp(prefix="hefix-fork-")
+        base = None if self.jail.level == "bwrap" else work_dir(self.jail, "hefix-fork-")
         argv = [
             self.python,
             "-I",

@@ -30,12 +30,14 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from humanevalfix.sandbox.cover import PACKAGE_DIR, covered  # humanevalfix/, hidden in the jail (hidden_package_dirs)
+# PACKAGE_DIR: humanevalfix/, hidden in the jail (hidden_package_dirs)
+from humanevalfix.sandbox.cover import PACKAGE_DIR, closed_ancestors, covered, unshare_argv
 
 # The code a jailed interpreter runs: sandbox/child/, standard library only (a test checks).
 CHILD_DIR = Path(__file__).resolve().parent / "child"
@@ -83,6 +85,10 @@ DESCRIPTIONS = {
     "cwd, /tmp and /dev/shm, uid 65534 without capabilities) + rlimits",
     "unshare": "unshare (no network, own PID namespace and /proc; host file system, this package read-only and its "
     "dataset and the caches hidden: a candidate can write the run's own output files) + rlimits, no capabilities",
+    # Under a root harness (Jail.candidate_uid): what a candidate can write is any user's.
+    "unshare-root": "unshare (no network, own PID namespace, /proc and /dev/shm; host file system seen as uid 65534 "
+    "without capabilities, which writes only where any user can; this package read-only and its dataset and the "
+    "caches hidden) + rlimits",
     "none": "rlimits only, no capabilities (host file system, network and process table: a candidate can write the "
     "run's own output files and signal the harness)",
     "docker": "docker container (no network, own PID namespace and /proc, read-only image as root file system, "
@@ -122,11 +128,27 @@ class Jail:
         return GUARANTEES[self.level]
 
     @property
+    def candidate_uid(self) -> int | None:
+        """The host uid the unshare jail's processes run as when the harness is root (SANDBOX_UID:
+        they own nothing of the host's); None where they are the harness's own user (bwrap maps
+        its 65534 inside a user namespace of its own). Not with `ro_binds` (`fix`): a project's
+        files are often its owner's alone, and the jail shows the host's, not copies."""
+        dropped = self.level == "unshare" and os.geteuid() == 0 and not self.ro_binds
+        return SANDBOX_UID if dropped else None
+
+    def needed_paths(self) -> list[str]:
+        """What the jailed interpreter must reach on the host: itself, its prefixes and site dirs, the
+        runner, `fix`'s project, and where its work dirs are made ($TMPDIR may be the harness's own)."""
+        roots = self.python_roots or python_roots(interpreter_layout(self.python))
+        shown = [str(p) for p in self.ro_binds]
+        return [self.python, *roots, str(CHILD_DIR), *shown, tempfile.gettempdir()]
+
+    @property
     def description(self) -> str:
         if self.level in ("bwrap", "docker") and self.ro_binds:
             shown = ", ".join(str(p) for p in self.ro_binds)
             return DESCRIPTIONS[self.level].replace(") + rlimits", f"; read-only at the same path: {shown}) + rlimits")
-        return DESCRIPTIONS[self.level]
+        return DESCRIPTIONS["unshare-root" if self.candidate_uid is not None else self.level]
 
     @property
     def runner(self) -> str:
@@ -144,7 +166,9 @@ class Jail:
         if self.level == "bwrap":
             return bwrap_argv(self, as_pid_1) + ["--", *argv]
         if self.level == "unshare":
-            return unshare_argv() + ["--", *covered(argv)]
+            uid = self.candidate_uid
+            opened = closed_ancestors(self.needed_paths()) if uid is not None else ()
+            return unshare_argv(uid is None) + ["--", *covered(argv, opened=opened, uid=uid)]
         if self.level == "docker":
             raise ValueError("a docker jail is a container: sandbox/docker.py starts it")
         return list(argv)
@@ -288,6 +312,8 @@ def mount_args(jail: Jail) -> list[str]:
     size = str(jail.work_bytes)
     mounts = _system_mounts() + [
         ("/proc", ["--proc", "/proc"]),
+        # Read-only: to a root harness's candidate (host uid 0) some sysctls are writable machine-wide.
+        ("/proc/sys", ["--ro-bind", "/proc/sys", "/proc/sys"]),
         ("/dev", ["--dev", "/dev"]),
         # /dev itself is made read-only below (only the device nodes); its one writable place,
         # POSIX shared memory, is a size-capped tmpfs of its own, wiped after every run.
@@ -339,24 +365,6 @@ def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
     # ...); writable, it would keep a candidate's files for the next run, outside every size cap.
     # --remount-ro /dev: bwrap's /dev is a writable tmpfs with no size cap, kept from run to run.
     return args + mount_args(jail) + ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", JAIL_WORK]
-
-
-def unshare_argv() -> list[str]:
-    # --map-root-user: namespaces without privileges where user namespaces are allowed. --mount: a
-    # mount namespace of the candidate's own, where COVER hides and protects the harness's files.
-    return [
-        "unshare",
-        "--user",
-        "--map-root-user",
-        "--net",
-        "--pid",
-        "--ipc",
-        "--uts",
-        "--mount",
-        "--fork",
-        "--mount-proc",
-        "--kill-child",
-    ]
 
 
 def probe(level: str, python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) -> str | None:
@@ -414,9 +422,9 @@ def best_level(python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) ->
 # What a candidate can reach at a level without file-system isolation: said once when a run picks
 # one explicitly (auto refuses them: sandbox/factory.py).
 EXPOSURE = {
-    "unshare": "candidates see the host's file system and can write wherever this user can (as root: every "
-    "root-owned file but this package, kept read-only; the run's caches and the bundled dataset are hidden); no "
-    "network, no other processes",
+    "unshare": "candidates see the host's file system and can write wherever this user can (under a root harness "
+    "`eval` runs them as uid 65534: only where any user can, such as /tmp; `fix` as root, to read the project); this "
+    "package is read-only, the run's caches and the bundled dataset are hidden; no network, no other processes",
     "none": "candidates see and can write the host's files wherever this user can (the run's outputs, the caches "
     "and this package's own files, which later runs use, included), reach the network and signal the harness; the "
     "caches' keys are thrown away when the run ends",

@@ -4,12 +4,16 @@ Forked from a template that has seen no test (the fork server's zygote, or the o
 before it reads its request), it holds one socket to the judge and its stdout/stderr, nothing
 else: not the result pipe, not the nonce, not the test. Whatever it does to itself (trace hooks,
 patched modules, ctypes, frame walking) stays in this process; all it can give the judge is
-plain data (plaindata.py) and exceptions as a type name and a message.
+plain data (plaindata.py) and exceptions as a type name and a message. Instances of the classes
+the judge names in "classes" (the dataset's top-level classes) cross by value as instances of the
+candidate's classes of those names: its program is the dataset's prompt with its fix, so these are
+the prompt's classes as the candidate's code has them, and its functions get what they would get in
+one interpreter. The judge makes its own class of each name out of what comes back.
 
 The conversation, judge -> candidate:
-  {"op": "load", "code", "names", "workdir", "limits"} (+ the stdout fd under the fork server)
+  {"op": "load", "code", "names", "workdir", "limits", "classes"} (+ the stdout fd under the fork server)
       -> {"ok": true, "defined": {name: "call" | tree}} or {"ok": false, "message"}
-  {"op": "call", "name", "args": tree, "kwargs": tree}
+  {"op": "call", "name", "args": tree, "kwargs": tree} (or "call": the tree of (args, kwargs))
       -> {"value": tree} | {"raised": {...}} | {"not_plain": why}
 
 Standard library only: runs inside the sandboxed child, loaded by file path (see runner.py).
@@ -64,6 +68,7 @@ class _Candidate:
     procs: ModuleType
     plain: ModuleType
     namespace: dict[str, Any] = field(default_factory=dict)
+    classes: Any = None  # plaindata.Classes: the names the judge gave, bound in `namespace`
 
     def serve(self) -> NoReturn:
         try:
@@ -83,7 +88,7 @@ class _Candidate:
             self.procs.enter(str(message["workdir"]), message["limits"], hardened=True)
         except BaseException as exc:
             self.end({"ok": False, "message": f"sandbox setup failed: {type(exc).__name__}: {exc}"})
-        self.load(str(message.get("code", "")), list(message.get("names", [])))
+        self.load(str(message.get("code", "")), list(message.get("names", [])), message.get("classes"))
         while True:
             try:
                 message, _ = self.plain.receive(self.sock, spin_s=self.plain.SPIN_S)
@@ -97,12 +102,13 @@ class _Candidate:
                 break
         self.end(None)
 
-    def load(self, code: str, names: list[str]) -> None:
+    def load(self, code: str, names: list[str], classes: Any = None) -> None:
         """Run the candidate's module code; say which of `names` it defines (functions, or values)."""
         candidate = self.execution.compile_candidate(self.env, code)
         if isinstance(candidate, dict):
             self.end({"ok": False, "message": candidate["message"]})
         compiled, self.namespace = candidate
+        self.classes = self.plain.Classes(self.namespace, classes) if type(classes) is list and classes else None
         try:
             exec(compiled, self.namespace)
         except SystemExit as exc:
@@ -120,7 +126,7 @@ class _Candidate:
                 defined[name] = "call"
             else:
                 try:
-                    defined[name] = ["v", self.plain.to_tree(value)]
+                    defined[name] = ["v", self.plain.to_tree(value, self.classes)]
                 except BaseException:
                     continue  # a non-plain global the test would read: the test sees it as undefined
         self.reply({"ok": True, "defined": defined})
@@ -129,8 +135,13 @@ class _Candidate:
         plain = self.plain
         try:
             func = self.namespace[str(message["name"])]
-            args = plain.from_tree(message["args"])
-            kwargs = plain.from_tree(message["kwargs"])
+            if "call" in message:  # arguments and keywords as one graph
+                args, kwargs = plain.from_tree(message["call"], self.classes)
+            else:
+                args = plain.from_tree(message["args"], self.classes)
+                kwargs = plain.from_tree(message["kwargs"], self.classes)
+            if type(args) is not tuple or type(kwargs) is not dict:
+                raise TypeError("not arguments")
         except BaseException as exc:
             return {"not_plain": f"the call could not be read: {type(exc).__name__}"}
         try:
@@ -138,7 +149,7 @@ class _Candidate:
         except BaseException as exc:
             return {"raised": self.raised(exc)}
         try:
-            return {"value": plain.to_tree(result)}
+            return {"value": plain.to_tree(result, self.classes)}
         except plain.NotPlain as exc:
             return {"not_plain": f"returned {exc}"}
         except BaseException as exc:  # an iterator that raised while it was read out, say
@@ -151,7 +162,7 @@ class _Candidate:
         plain = self.plain
         try:
             func = self.namespace[str(message["name"])]
-            calls = [(plain.from_tree(args), float(limit)) for args, limit in message["calls"]]
+            calls = [(plain.from_tree(args, self.classes), float(limit)) for args, limit in message["calls"]]
             end = time.monotonic() + float(message["budget_s"])
         except BaseException as exc:
             return {"results": [["n", f"the calls could not be read: {type(exc).__name__}"]]}
@@ -183,7 +194,7 @@ class _Candidate:
                     results.append(["n", f"raised {type(exc).__name__}"])
                     break
                 try:
-                    results.append(["v", plain.to_tree(value)])
+                    results.append(["v", plain.to_tree(value, self.classes)])
                 except plain.NotPlain as exc:
                     results.append(["n", f"returned {exc}"])
                     break

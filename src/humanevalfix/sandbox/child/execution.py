@@ -150,6 +150,7 @@ class CompiledTest:
     support: CodeType | None  # the task's trusted helpers, run before the test
     wanted: tuple[str, ...]  # names the test takes from the candidate (the entry point, ...)
     library: CodeType | None = None  # the harness's library, run after the helpers
+    classes: tuple[str, ...] = ()  # the helpers' top-level classes: their instances cross by value
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class Names:
     wanted: tuple[str, ...]
     library: Library
     tree: ast.Module
+    classes: tuple[str, ...] = ()  # dataset_classes of the helpers
 
 
 @dataclass(frozen=True)
@@ -201,8 +203,22 @@ def from_bytes(
         return None
     if type(wanted) is not tuple or not all(type(name) is str for name in wanted):
         return None
-    library = _library(split_support(support)[1], libraries)
-    return CompiledTest(code, LazyInfos(env, test), own, wanted, library.code)
+    helpers, library_text = split_support(support)
+    library = _library(library_text, libraries)
+    return CompiledTest(code, LazyInfos(env, test), own, wanted, library.code, dataset_classes(helpers))
+
+
+def dataset_classes(helpers: str) -> tuple[str, ...]:
+    """The classes the task's helpers (the dataset's prompt and code around the entry point) define
+    at top level: the ones whose instances cross between judge and candidate by value. Not the
+    test's: the candidate, which never sees the test, has no class of their names."""
+    if "class" not in helpers:
+        return ()
+    try:
+        tree = ast.parse(helpers, SUPPORT_FILE)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(node.name for node in tree.body if isinstance(node, ast.ClassDef))
 
 
 def split_support(support: str) -> tuple[str, str]:
@@ -215,7 +231,7 @@ def compile_library(library: str) -> Library:
     """Raises SyntaxError (or ValueError, RecursionError), as compile_test does."""
     if not library.strip():
         return Library(None, frozenset())
-    return Library(compile(library, LIBRARY_FILE, "exec"), frozenset(_bound(library, LIBRARY_FILE)))
+    return Library(compile(library, LIBRARY_FILE, "exec", dont_inherit=True), frozenset(_bound(library, LIBRARY_FILE)))
 
 
 def compile_test(
@@ -227,8 +243,8 @@ def compile_test(
     names = names if names is not None else test_names(env, test, support, libraries)
     code, infos = env.rewriting.rewrite(test, names.tree)
     own = split_support(support)[0]
-    support_code = compile(own, SUPPORT_FILE, "exec") if own.strip() else None
-    return CompiledTest(code, infos, support_code, names.wanted, names.library.code)
+    support_code = compile(own, SUPPORT_FILE, "exec", dont_inherit=True) if own.strip() else None
+    return CompiledTest(code, infos, support_code, names.wanted, names.library.code, names.classes)
 
 
 def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str, Library] | None = None) -> Names:
@@ -238,7 +254,7 @@ def test_names(env: Prepared, test: str, support: str = "", libraries: dict[str,
     own, library_text = split_support(support)
     library = _library(library_text, libraries)
     tree = ast.parse(test, TEST_FILE)
-    return Names(_wanted(env, tree, test, own, library), library, tree)
+    return Names(_wanted(env, tree, test, own, library), library, tree, dataset_classes(own))
 
 
 def _library(text: str, libraries: dict[str, Library] | None) -> Library:
@@ -292,7 +308,9 @@ def compile_candidate(env: Prepared, code: str) -> tuple[CodeType, dict[str, Any
     """The candidate's code and the namespace it runs in, or the failed verdict."""
     policy = env.policy
     try:
-        compiled_code: CodeType = compile(code, CANDIDATE_FILE, "exec")
+        # dont_inherit: not this module's `from __future__ import annotations`, under which every
+        # annotation would be a string and @dataclass would look for a module `__candidate__`.
+        compiled_code: CodeType = compile(code, CANDIDATE_FILE, "exec", dont_inherit=True)
     except SyntaxError as exc:
         return {"status": "failed", "message": f"SyntaxError in candidate line {exc.lineno}: {exc.msg}"}
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, nesting too deep
@@ -337,10 +355,10 @@ def execute(
         if compiled is None:
             # The candidate loads its code while the judge compiles the test.
             names = test_names(env, run.test, run.support, libraries)
-            channel.send_load(run.code, list(names.wanted), run.workdir, run.limits, run.out_fd)
+            channel.send_load(run.code, list(names.wanted), run.workdir, run.limits, run.out_fd, names.classes)
             compiled = compile_test(env, run.test, run.support, libraries, names)
         else:
-            channel.send_load(run.code, list(compiled.wanted), run.workdir, run.limits, run.out_fd)
+            channel.send_load(run.code, list(compiled.wanted), run.workdir, run.limits, run.out_fd, compiled.classes)
     except fault:
         return _fault_verdict(channel)
     except SyntaxError as exc:
@@ -348,17 +366,13 @@ def execute(
         return {"status": "error", "message": f"SyntaxError in {where} line {exc.lineno}: {exc.msg}"}
     except Exception as exc:  # null bytes, nesting too deep: the test, not the candidate
         return {"status": "error", "message": f"the test cannot be compiled: {type(exc).__name__}: {exc}"}
-    try:
-        defined = channel.loaded(list(compiled.wanted))
-    except fault:
-        return _fault_verdict(channel)
-    if isinstance(defined, str):
-        return {"status": "failed", "message": defined}
     # A judge runs one test and exits (a fork of the server, or a fresh interpreter), so the test
     # runs in the prelude's namespace itself: a copy would write the reference count of every
     # name and value in it, each on a page shared with the server (a copy-on-write fault each).
     test_ns = env.namespace
     test_ns["__builtins__"] = env.builtins_snapshot
+    # The helpers run before the candidate's answer is read: a value it defines may be an
+    # instance of one of their classes, which only then exist here.
     for helpers in (compiled.support, compiled.library):
         if helpers is None:
             continue
@@ -369,6 +383,13 @@ def execute(
                 "status": "error",
                 "message": f"the task's helper code failed: {type(exc).__name__}: {exception_text(exc)}",
             }
+    channel.classes = env.plain.Classes(test_ns, list(compiled.classes)) if compiled.classes else None
+    try:
+        defined = channel.loaded(list(compiled.wanted))
+    except fault:
+        return _fault_verdict(channel)
+    if isinstance(defined, str):
+        return {"status": "failed", "message": defined}
     test_ns.update(defined)
     test_ns[env.judge.BATCH] = channel.batch
     test_ns[env.judge.BATCH_JSON] = channel.batch_json

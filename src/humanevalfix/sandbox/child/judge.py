@@ -55,6 +55,8 @@ class Channel:
         self.fault: str | None = None  # why the candidate's answers cannot be used
         self.timed_out = False
         self._busy = False  # a request sent whose answer was not read (an interrupted call)
+        # The dataset's classes whose instances cross (plaindata.Classes), once its helpers ran.
+        self.classes: Any = None
 
     def _fail(self, why: str, timed_out: bool = False) -> CandidateFault:
         if self.fault is None:
@@ -124,17 +126,40 @@ class Channel:
         return answer
 
     def load(
-        self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None
+        self,
+        code: str,
+        names: list[str],
+        workdir: str,
+        limits: dict[str, int],
+        out_fd: int | None,
+        classes: tuple[str, ...] = (),
     ) -> dict[str, Any] | str:
         """Run the candidate's module code over there: {name: "call" | value} it defines, or the
         failure message."""
-        self.send_load(code, names, workdir, limits, out_fd)
+        self.send_load(code, names, workdir, limits, out_fd, classes)
         return self.loaded(names)
 
-    def send_load(self, code: str, names: list[str], workdir: str, limits: dict[str, int], out_fd: int | None) -> None:
-        """The first half of `load`: the judge compiles the test while the candidate loads."""
+    def send_load(
+        self,
+        code: str,
+        names: list[str],
+        workdir: str,
+        limits: dict[str, int],
+        out_fd: int | None,
+        classes: tuple[str, ...] = (),
+    ) -> None:
+        """The first half of `load`: the judge compiles the test while the candidate loads.
+        `classes`: the dataset's top-level class names, whose instances cross by value (the
+        candidate's same-named classes stand for them there)."""
         self._send(
-            {"op": "load", "code": code, "names": names, "workdir": workdir, "limits": limits},
+            {
+                "op": "load",
+                "code": code,
+                "names": names,
+                "workdir": workdir,
+                "limits": limits,
+                "classes": list(classes),
+            },
             [out_fd] if out_fd is not None else None,
         )
 
@@ -159,14 +184,18 @@ class Channel:
 
     def _value(self, tree: Any) -> Any:
         try:
-            return self.plain.from_tree(tree)
+            return self.plain.from_tree(tree, self.classes)
         except self.plain.ProtocolError as exc:
             raise self._fail(f"the code's process sent {exc}") from None
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         plain = self.plain
         try:
-            request = {"op": "call", "name": name, "args": plain.to_tree(args), "kwargs": plain.to_tree(kwargs)}
+            request: dict[str, Any] = {"op": "call", "name": name}
+            if kwargs and self.classes is not None:  # one graph: an object in both arrives as one
+                request["call"] = plain.to_tree((args, kwargs), self.classes)
+            else:
+                request.update(args=plain.to_tree(args, self.classes), kwargs=plain.to_tree(kwargs, self.classes))
         except plain.NotPlain as exc:
             # The test passed something that cannot cross (a function, an object): a test the
             # split cannot run, which is the harness's problem, not the candidate's.
@@ -179,7 +208,8 @@ class Channel:
         why = answer.get("not_plain")
         raise self._fail(
             f"`{name}` {why if isinstance(why, str) else 'sent a malformed answer'}: only plain data reaches the "
-            "judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)"
+            "judge (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, and "
+            "instances of the task's own classes)"
         )
 
     def _exception(self, raised: dict[str, Any]) -> BaseException:
@@ -228,7 +258,8 @@ class Channel:
             return _local_batch(func, [plain.from_tree(a) for a in calls] if encoded else calls, budget_s)
         try:
             request = [
-                [a if encoded else plain.to_tree(tuple(a)), float(t)] for a, t in zip(calls, limits, strict=False)
+                [a if encoded else plain.to_tree(tuple(a), self.classes), float(t)]
+                for a, t in zip(calls, limits, strict=False)
             ]
         except plain.NotPlain as exc:
             raise TypeError(f"the test passed {exc} to `{name}`: only plain data reaches the code under test") from None

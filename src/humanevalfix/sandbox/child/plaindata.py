@@ -9,6 +9,11 @@ scalars cross as the Python value they hold, and Counter, defaultdict, OrderedDi
 namedtuples as the dict or tuple they equal. Decoding builds only those types from JSON: nothing
 the candidate sends is executed, unpickled, or trusted for its comparisons.
 
+Given a Classes, instances of the dataset's own top-level classes cross too, by value: the class's
+name and the state (slots, `__dict__`), each instance once however often it occurs (cycles, shared
+nodes). The receiver makes its own class of that name with `object.__new__` and sets the state
+through the slots' descriptors and the `__dict__`: no `__init__`, `__setattr__`, `__reduce__` runs.
+
 A frame is a length (8 bytes, network order) and that many bytes of JSON, optionally with file
 descriptors (the judge hands the candidate its stdout). A frame over MAX_FRAME, or JSON that is
 not the shape below, is a protocol error: the judge fails the run; it never guesses.
@@ -23,6 +28,7 @@ import os
 import socket
 import struct
 import time
+from types import MemberDescriptorType
 from typing import Any
 
 HEADER = struct.Struct("!Q")
@@ -52,13 +58,25 @@ class ProtocolError(Exception):
 # Values <-> JSON trees
 
 
-def to_tree(value: Any) -> Any:
-    """`value` as a JSON-able tree; raises NotPlain naming the first type that may not cross."""
+def to_tree(value: Any, classes: Classes | None = None) -> Any:
+    """`value` as a JSON-able tree; raises NotPlain naming the first type that may not cross.
+    `classes`: the dataset's classes whose instances may cross too (see Classes)."""
     budget = [MAX_ITEMS]
-    return _to(value, 0, budget)
+    if classes is None:
+        return _to(value, 0, budget)
+    graph = _Graph(classes)
+    root = _to(value, 0, budget, graph)
+    if not graph.objects:
+        return root
+    # Each instance's state is a tree of its own, from depth 0: a linked list of any length is
+    # as deep as one node, and a cycle is a reference to an index already given out.
+    entries: list[Any] = []
+    while len(entries) < len(graph.objects):
+        entries.append(_state(graph.objects[len(entries)], budget, graph))
+    return ["G", entries, root]
 
 
-def _to(v: Any, depth: int, budget: list[int]) -> Any:
+def _to(v: Any, depth: int, budget: list[int], graph: _Graph | None = None) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
         raise NotPlain(f"more than {MAX_ITEMS:,} values")
@@ -75,37 +93,39 @@ def _to(v: Any, depth: int, budget: list[int]) -> Any:
         tag = "l" if t is list else "t"
         if depth < MAX_DEPTH and _flat(v, budget):
             return [tag, *v]
-        return [tag, *(_to(x, depth + 1, budget) for x in v)]
+        return [tag, *(_to(x, depth + 1, budget, graph) for x in v)]
     if t is dict:
         out: list[Any] = ["d"]
         for k, x in v.items():
-            out.append(_to(k, depth + 1, budget))
-            out.append(_to(x, depth + 1, budget))
+            out.append(_to(k, depth + 1, budget, graph))
+            out.append(_to(x, depth + 1, budget, graph))
         return out
     if t is set or t is frozenset:
-        return ["S" if t is set else "F", *(_to(x, depth + 1, budget) for x in v)]
+        return ["S" if t is set else "F", *(_to(x, depth + 1, budget, graph) for x in v)]
     if t is bytes:
         return ["b", v.hex()]
     if t is complex:
-        return ["c", _to(v.real, depth + 1, budget), _to(v.imag, depth + 1, budget)]
+        return ["c", _to(v.real, depth + 1, budget, graph), _to(v.imag, depth + 1, budget, graph)]
     if t is range:
         return (
             ["r", v.start, v.stop, v.step]
             if all(type(x) is int and -SMALL_INT < x < SMALL_INT for x in (v.start, v.stop, v.step))
-            else _to(list(v), depth, budget)
+            else _to(list(v), depth, budget, graph)
         )
     if t.__name__ in _ITERATORS and t.__module__ == "builtins":
-        return ["it", *(_to(x, depth + 1, budget) for x in _bounded(v))]
+        return ["it", *(_to(x, depth + 1, budget, graph) for x in _bounded(v))]
+    if graph is not None and graph.classes.get(_type_name(t)) is t:  # before isinstance reads __class__
+        return graph.ref(v)
     numpy_value = _numpy_scalar(v)
     if numpy_value is not _NO:
-        return _to(numpy_value, depth, budget)
+        return _to(numpy_value, depth, budget, graph)
     # The standard library's containers that equal their builtin base in the reference harness
     # (Counter(a=2) == {'a': 2}, a namedtuple == a tuple) cross as that base: only their
     # contents are read, through the base type's own methods, so no method of theirs runs.
     if isinstance(v, dict) and t.__name__ in _DICT_LIKE:
-        return _to(dict(dict.items(v)), depth, budget)
+        return _to(dict(dict.items(v)), depth, budget, graph)
     if isinstance(v, tuple) and hasattr(t, "_fields"):
-        return _to(tuple(tuple.__iter__(v)), depth, budget)
+        return _to(tuple(tuple.__iter__(v)), depth, budget, graph)
     raise NotPlain(f"an object of type `{_type_name(t)}`")
 
 
@@ -154,14 +174,125 @@ def _type_name(t: type) -> str:
     return name if isinstance(name, str) else "?"
 
 
-def from_tree(tree: Any) -> Any:
+# ---------------------------------------------------------------------------------------------
+# Instances of the dataset's classes
+
+
+class Classes:
+    """The classes whose instances may cross, by name: each of `names` (the dataset's top-level
+    classes, as the judge read them from the dataset's code) that `namespace` binds to a class
+    defined there (its `__module__` is the namespace's), with no `__new__`, metaclass or base of
+    its own beyond object and the namespace's classes: decoding makes one with `object.__new__`
+    and sets its state, and none of its code runs. Looked up when asked: the judge's helpers may
+    define a class after the candidate has loaded."""
+
+    def __init__(self, namespace: dict[str, Any], names: Any) -> None:
+        self._namespace = namespace
+        self._names = frozenset(n for n in names if type(n) is str) if type(names) in (list, tuple) else frozenset()
+
+    def get(self, name: str) -> type | None:
+        cls, module = self._namespace.get(name) if name in self._names else None, self._namespace.get("__name__")
+        if type(cls) is not type or cls.__module__ != module or cls.__qualname__ != name:
+            return None
+        if cls.__new__ is not object.__new__:
+            return None
+        return cls if all(c is object or (type(c) is type and c.__module__ == module) for c in cls.__mro__) else None
+
+
+class _Graph:
+    """The instances met while encoding one value: each is sent once, and referred to by index."""
+
+    def __init__(self, classes: Classes) -> None:
+        self.classes, self.index = classes, dict[int, int]()
+        self.objects: list[Any] = []  # also keeps them alive, so that no id is reused meanwhile
+
+    def ref(self, v: Any) -> list[Any]:
+        k = self.index.get(id(v))
+        if k is None:
+            k = self.index[id(v)] = len(self.objects)
+            self.objects.append(v)
+        return ["@", k]
+
+
+def _slots(cls: type) -> dict[str, Any]:
+    """The class's slots, by attribute name, as their member descriptors: read and set through
+    them, no `__getattribute__` or `__setattr__` of the class runs (only `__slots__` makes them
+    in the classes Classes allows)."""
+    found: dict[str, Any] = {}
+    for c in reversed(cls.__mro__):
+        found.update((name, d) for name, d in c.__dict__.items() if type(d) is MemberDescriptorType)
+    return found
+
+
+def _own_dict(v: Any) -> dict[str, Any] | None:
+    found = object.__getattribute__(v, "__dict__") if type(v).__dictoffset__ else None
+    return found if type(found) is dict else None
+
+
+def _dunder(name: str) -> bool:  # `__class__` and the like: never state
+    return name.startswith("__") and name.endswith("__")
+
+
+def _state(v: Any, budget: list[int], graph: _Graph) -> list[Any]:
+    """[class name, attribute, tree, attribute, tree, ...]: the slots that are set, then `__dict__`."""
+    t = type(v)
+    entry: list[Any] = [t.__qualname__]
+    items: list[tuple[Any, Any]] = []
+    for name, descriptor in _slots(t).items():
+        try:
+            items.append((name, descriptor.__get__(v, t)))
+        except AttributeError:
+            continue  # a slot never set
+    items.extend((_own_dict(v) or {}).items())
+    for name, x in items:
+        if type(name) is not str or _dunder(name):
+            raise NotPlain(f"an object of type `{t.__qualname__}` with an attribute named {str(name)[:40]!r}")
+        entry.append(name)
+        entry.append(_to(x, 1, budget, graph))
+    return entry
+
+
+def _from_graph(tree: list[Any], budget: list[int], classes: Classes) -> Any:
+    """["G", entries, root]: every instance made empty first (object.__new__), so that references
+    to it, cycles included, resolve; then each one's state, then the root."""
+    entries = tree[1] if len(tree) == 3 else None
+    if type(entries) is not list or len(entries) > budget[0]:
+        raise ProtocolError("a malformed graph of objects, or one too large")
+    budget[0] -= len(entries)
+    objects: list[Any] = []
+    for entry in entries:
+        if type(entry) is not list or len(entry) % 2 != 1 or type(entry[0]) is not str:
+            raise ProtocolError("a malformed object")
+        cls = classes.get(entry[0])
+        if cls is None:
+            raise ProtocolError(f"an object of a class that may not cross: {entry[0][:60]!r}")
+        objects.append(object.__new__(cls))
+    for obj, entry in zip(objects, entries, strict=True):
+        cls = type(obj)
+        slots, own = _slots(cls), _own_dict(obj)
+        state: dict[str, Any] = {}
+        for i in range(1, len(entry), 2):
+            name = entry[i]
+            if type(name) is not str or _dunder(name) or name in state or (name not in slots and own is None):
+                raise ProtocolError(f"an object of `{cls.__qualname__}` with an attribute it cannot have")
+            state[name] = _from(entry[i + 1], 1, budget, objects)
+        for name in [n for n in state if n in slots]:
+            slots[name].__set__(obj, state.pop(name))
+        if own is not None:
+            own.update(state)
+    return _from(tree[2], 0, budget, objects)
+
+
+def from_tree(tree: Any, classes: Classes | None = None) -> Any:
     """The value a tree from the other side stands for; ProtocolError for anything else."""
     budget = [MAX_ITEMS]
     try:
+        if classes is not None and type(tree) is list and tree and tree[0] == "G":
+            return _from_graph(tree, budget, classes)
         return _from(tree, 0, budget)
     except ProtocolError:
         raise
-    except (TypeError, ValueError, OverflowError, RecursionError, IndexError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError, IndexError, AttributeError) as exc:
         raise ProtocolError(f"not plain data: {type(exc).__name__}") from None
 
 
@@ -169,7 +300,7 @@ _SCALAR_TREES = frozenset((str, bool, int, float, type(None)))
 _SEQUENCES = frozenset(("l", "t", "S", "F", "it"))
 
 
-def _from(tree: Any, depth: int, budget: list[int]) -> Any:
+def _from(tree: Any, depth: int, budget: list[int], objects: list[Any] | None = None) -> Any:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH + 2:
         raise ProtocolError("a value too large or too deep")
@@ -185,7 +316,7 @@ def _from(tree: Any, depth: int, budget: list[int]) -> Any:
             raise ProtocolError("a value too large or too deep")
         items: Any = iter(rest)
     else:
-        items = (_from(x, depth + 1, budget) for x in rest)
+        items = (_from(x, depth + 1, budget, objects) for x in rest)
     if tag == "l":
         return list(items)
     if tag == "t":
@@ -209,9 +340,11 @@ def _from(tree: Any, depth: int, budget: list[int]) -> Any:
         if tag == "b":
             return bytes.fromhex(rest[0])
     if tag == "c" and len(rest) == 2:
-        real, imag = (_from(x, depth + 1, budget) for x in rest)
+        real, imag = (_from(x, depth + 1, budget, objects) for x in rest)
         if type(real) is float and type(imag) is float:
             return complex(real, imag)
+    if tag == "@" and objects is not None and len(rest) == 1 and type(rest[0]) is int and 0 <= rest[0] < len(objects):
+        return objects[rest[0]]
     if tag == "r" and len(rest) == 3 and all(type(x) is int for x in rest):
         return range(*rest)
     raise ProtocolError(f"an unknown tag {tag[:20]!r}")

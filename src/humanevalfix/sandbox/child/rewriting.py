@@ -216,4 +216,4 @@ def rewrite(test_source: str, tree: ast.Module | None = None) -> tuple[types.Cod
     tree = tree if tree is not None else ast.parse(test_source, TEST_FILE)
     rewriter = _Rewriter(Source(test_source))
     rewriter.body(tree)
-    return compile(tree, TEST_FILE, "exec"), rewriter.infos
+    return compile(tree, TEST_FILE, "exec", dont_inherit=True), rewriter.infos  # as the candidate's (execution.py)
