@@ -72,6 +72,26 @@ EXTRAS = {
 BROWSER = "/usr/bin/chromium"  # Debian's chromium, driven by Playwright (never `playwright install`)
 
 
+def scripted_fix_args(server: ScriptedServer) -> list[str]:
+    """`fix`'s model options for the scripted server (text protocol): one retry, 20 s a request,
+    60 s a test run. The in-process fix tests share them."""
+    return [
+        "--text-tools",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted-model",
+        "--api-key-env",
+        KEYS_ENV,
+        "--retries",
+        "1",
+        "--request-timeout",
+        "20",
+        "--timeout",
+        "60",
+    ]
+
+
 def in_ci() -> bool:
     """CI (.ci/run) installs every extra and fails on any skip, so there nothing is skipped."""
     return os.environ.get("CI", "").lower() in ("true", "1")

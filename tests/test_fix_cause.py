@@ -20,7 +20,7 @@ import pytest
 from humanevalfix.cli import main
 from humanevalfix.testing.scripted_server import ScriptedServer, fenced
 
-from .conftest import KEYS_ENV
+from .conftest import KEYS_ENV, scripted_fix_args
 
 KEY = "sk-test-fix-cause-0000"
 
@@ -91,19 +91,7 @@ def fix(server: ScriptedServer, *args: str) -> int:
         [
             "fix",
             *args,
-            "--text-tools",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted-model",
-            "--api-key-env",
-            KEYS_ENV,
-            "--retries",
-            "1",
-            "--request-timeout",
-            "20",
-            "--timeout",
-            "60",
+            *scripted_fix_args(server),
         ]
     )
 

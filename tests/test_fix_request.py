@@ -22,7 +22,7 @@ from humanevalfix.cli import main
 from humanevalfix.fixer import Scope, load_tests, load_user_file, request_for_fix
 from humanevalfix.testing.scripted_server import ScriptedServer, fenced, text
 
-from .conftest import KEYS_ENV
+from .conftest import KEYS_ENV, scripted_fix_args
 
 KEY = "sk-test-fix-request-0000"
 
@@ -79,19 +79,7 @@ def run_fix(project: Path, server: ScriptedServer, *extra: str) -> int:
             str(project / "stats.py"),
             "--tests",
             str(project / "test_stats.py"),
-            "--text-tools",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted-model",
-            "--api-key-env",
-            KEYS_ENV,
-            "--retries",
-            "1",
-            "--request-timeout",
-            "20",
-            "--timeout",
-            "60",
+            *scripted_fix_args(server),
             "--max-iters",
             "5",
             *extra,

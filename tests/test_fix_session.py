@@ -20,7 +20,7 @@ import pytest
 from humanevalfix.cli import main
 from humanevalfix.testing.scripted_server import ScriptedServer, fenced, text
 
-from .conftest import KEYS_ENV, clean_env, run_cli
+from .conftest import KEYS_ENV, clean_env, run_cli, scripted_fix_args
 from .test_fix_localize import HELPER_BUG
 
 KEY = "sk-test-fix-session-0000"
@@ -59,19 +59,7 @@ def fix(project: Path, server: ScriptedServer, *extra: str) -> int:
             str(project / "stats.py"),
             "--tests",
             str(project / "test_stats.py"),
-            "--text-tools",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted-model",
-            "--api-key-env",
-            KEYS_ENV,
-            "--retries",
-            "1",
-            "--request-timeout",
-            "20",
-            "--timeout",
-            "60",
+            *scripted_fix_args(server),
             *extra,
         ]
     )

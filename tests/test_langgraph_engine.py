@@ -49,7 +49,7 @@ from humanevalfix.reports.runs import load_run, summary_lines
 from humanevalfix.sandbox.executor import ExecResult
 from humanevalfix.testing.scripted_server import Recorded, Response, ScriptedServer, error, fenced, text, tool_call
 
-from .conftest import KEYS_ENV, REPO_ROOT, CountingExecutor, entry_point_of, run_cli, turn_of
+from .conftest import KEYS_ENV, REPO_ROOT, CountingExecutor, entry_point_of, run_cli, scripted_fix_args, turn_of
 from .test_repair_requests import GOLDEN, candidate, run_scenario
 from .test_repair_requests import SCENARIOS as GOLDEN_SCENARIOS
 
@@ -613,19 +613,7 @@ def test_fix_with_the_graph_engine_gives_the_same_session(
                     "stats.py",
                     "--tests",
                     "test_stats.py",
-                    "--text-tools",
-                    "--base-url",
-                    server.base_url,
-                    "--model",
-                    "scripted-model",
-                    "--api-key-env",
-                    KEYS_ENV,
-                    "--retries",
-                    "1",
-                    "--request-timeout",
-                    "20",
-                    "--timeout",
-                    "60",
+                    *scripted_fix_args(server),
                     "--engine",
                     engine,
                     "--trace",
