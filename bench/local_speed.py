@@ -12,7 +12,8 @@ buys speed by changing what the model says, or by losing passes, shows up here.
     python bench/local_speed.py --settings plain,pld10,pld4 --out /tmp/speed.json
 
 Settings: `plain` (no drafting), `pldN` (prompt-lookup decoding, N draft tokens), either followed
-by `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py), then
+by `-dN` (the 0.5B model drafts N tokens where lookup finds none: for `--model local-1.5b`), then
+`-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py), then
 optionally by `-tN` and `-bN` (N threads generating tokens, and reading prompts and checking
 drafts, instead of the server's defaults), then optionally by `-cache` (the server's prompt cache
 in RAM: CACHE_OPTIONS). Run it with nothing else heavy on the machine: the
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 import sys
 import tempfile
@@ -40,7 +42,7 @@ from humanevalfix.evaluation.runner import run_eval
 from humanevalfix.models.catalog import COMPATIBLE, LOCAL
 from humanevalfix.models.embedded import ServerOptions, run_server
 from humanevalfix.models.presets import load_presets, resolve
-from humanevalfix.models.weights import locate
+from humanevalfix.models.weights import PATH_ENV, locate
 
 PERF_RE = re.compile(r"llama_perf_context_print:\s+(prompt eval|eval) time =\s+([\d.]+) ms /\s+(\d+) (?:tokens|runs)")
 
@@ -76,27 +78,36 @@ class SettingResult:
 # prompt's prefix is reused: a fresh `rewrite` draw repeats an opening the model has already read,
 # with another conversation (the `fix` turns) in between.
 CACHE_OPTIONS = ("--cache", "True", "--cache_type", "ram", "--cache_size", str(4 << 30))
+# `-dN`: the preset whose weights draft (models/drafting.py); Qwen2.5-Coder's sizes share a tokenizer.
+DRAFT_PRESET = "local"
 
 
 def parse_setting(text: str) -> ServerOptions:
-    """`plain` or `pldN`, optionally `-norepack` (llama.cpp's repacked weight buffers off), then
-    optionally `-tN` and `-bN` (N threads generating tokens, and reading prompts and drafts;
-    default the server's), then optionally `-cache` (CACHE_OPTIONS)."""
-    match = re.fullmatch(r"(plain|pld(\d+))(-norepack)?(?:-t(\d+))?(?:-b(\d+))?(-cache)?", text)
-    numbers = [match.group(i) for i in (2, 4, 5)] if match else []
+    """`plain` or `pldN`, optionally `-dN` (the draft model drafts N tokens where prompt lookup
+    finds none: DRAFT_PRESET's weights, located when the setting runs), then `-norepack` (llama.cpp's repacked
+    weight buffers off), then optionally `-tN` and `-bN` (N threads generating tokens, and reading
+    prompts and drafts; default the server's), then optionally `-cache` (CACHE_OPTIONS)."""
+    match = re.fullmatch(
+        r"(?:plain|pld(?P<pld>\d+))(?:-d(?P<draft>\d+))?(?P<norepack>-norepack)?(?:-t(?P<t>\d+))?(?:-b(?P<b>\d+))?"
+        r"(?P<cache>-cache)?",
+        text,
+    )
+    numbers = [match.group(k) for k in ("pld", "draft", "t", "b")] if match else []
     if not match or any(n is not None and not 1 <= int(n) <= 64 for n in numbers):
         raise UserError(
-            f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -norepack, then -tN, then -bN "
-            "(each N from 1 to 64), then -cache"
+            f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -dN, then -norepack, then -tN, "
+            "then -bN (each N from 1 to 64), then -cache"
         )
     options = ServerOptions(
-        prompt_lookup=int(match.group(2) or 0),
-        repack=match.group(3) is None,
-        extra=CACHE_OPTIONS if match.group(6) else (),
+        prompt_lookup=int(match.group("pld") or 0),
+        repack=match.group("norepack") is None,
+        extra=CACHE_OPTIONS if match.group("cache") else (),
     )
-    if match.group(4) is not None:
-        options = replace(options, threads=int(match.group(4)))
-    return options if match.group(5) is None else replace(options, batch_threads=int(match.group(5)))
+    if match.group("draft") is not None:
+        options = replace(options, draft_gguf=Path(DRAFT_PRESET), draft_tokens=int(match.group("draft")))
+    if match.group("t") is not None:
+        options = replace(options, threads=int(match.group("t")))
+    return options if match.group("b") is None else replace(options, batch_threads=int(match.group("b")))
 
 
 def server_perf(log: Path) -> tuple[float, int, float, int]:
@@ -128,6 +139,10 @@ def run_setting(
     name: str, args: argparse.Namespace, weights: Path, work: Path
 ) -> tuple[SettingResult, dict[str, list[str]]]:
     options = parse_setting(name)
+    if options.draft_gguf is not None:
+        draft = load_presets()[DRAFT_PRESET].gguf or ""
+        environ = {k: v for k, v in os.environ.items() if k != PATH_ENV}  # that names the main model
+        options = replace(options, draft_gguf=locate(draft, None, environ))
     local = resolve(args.model, presets=load_presets())
     log = work / f"{name}.log"
     with run_server(weights, local.model, options, log_path=log) as (base_url, _proc, _log):

@@ -57,6 +57,18 @@ def run(prelude: dict[str, Any], code: str) -> dict[str, Any]:
         ("out = max([3, 1, 2]) + min(1, 2) + sorted([2, 1])[0] + next(iter([4]))", 9),
         ("print('hi')\nout = printed", "hi\n"),
         ("import numpy as np\nout = int(np.sum(np.array([1, 2])))", 3),
+        # The candidate's own classes: attribute writes, augmented ones too (linked lists, counters)
+        (
+            "class Node:\n    def __init__(self, val, next=None):\n        self.val = val\n        self.next = next\n"
+            "a = Node(1)\na.next = Node(2)\na.next.val += 5\na.val, a.next.next = 0, a\n"
+            "out = (a.val, a.next.val, a.next.next is a)",
+            (0, 7, True),
+        ),
+        (
+            "class C:\n    def __init__(self):\n        self.n = 0\n    def inc(self):\n        self.n += 1\n"
+            "c = C()\nc.inc()\nc.inc()\nout = c.n",
+            2,
+        ),
     ],
 )
 def test_what_correct_solutions_need_runs(prelude: dict[str, Any], code: str, expected: Any) -> None:
@@ -82,7 +94,7 @@ def test_the_namespace_holds_the_prelude_and_the_guards_but_not_the_real_builtin
     [
         ("x = _secret", '"_secret" is an invalid variable name because it starts with "_"'),
         ("x = (1).__class__", '"__class__" is an invalid attribute name because it starts with "_"'),
-        ("class A:\n    def inc(self):\n        self.n += 1\n", "Augmented assignment of attributes is not allowed"),
+        ("def f():\n    return [0]\nf().n += 1\n", "Augmented assignment of attributes is not allowed"),
         ("def f():\n    return [0]\nf()[0] += 1\n", "Augmented assignment of object items and slices is not allowed"),
         ("def f(:\n", "SyntaxError: invalid syntax"),
     ],
@@ -124,6 +136,20 @@ def test_refused_when_it_runs(prelude: dict[str, Any], code: str, why: str) -> N
     with pytest.raises(restricted.NotAllowed) as caught:
         run(prelude, code)
     assert str(caught.value).startswith(f"{NOT_ALLOWED}: {why}")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import math\nmath.pi = 3",  # a module of the prelude, shared with the judge's other runs
+        "def f():\n    pass\nf.x = 1",  # a function (its type is not the candidate's)
+        "class A:\n    pass\nA.x = 1",  # a class object: its type is `type`
+        "import collections\nd = collections.OrderedDict()\nd.x = 1",  # a library's class
+    ],
+)
+def test_attribute_writes_outside_the_candidates_own_classes_are_refused(prelude: dict[str, Any], code: str) -> None:
+    with pytest.raises(TypeError, match="attribute-less object"):
+        run(prelude, code)
 
 
 def test_a_withheld_builtin_is_a_name_error_the_policy_can_name(prelude: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -280,3 +281,33 @@ def test_the_server_loads_repacked_weight_buffers_only_when_asked(repack: bool, 
     text = log.read_text(encoding="utf-8", errors="replace")
     assert "load_tensors:" in text  # the log shows the buffers at all
     assert ("CPU_REPACK model buffer" in text) == repack
+
+
+def test_a_draft_model_drafts_tokens_the_server_checks_in_batches(tmp_path: Path) -> None:
+    """ServerOptions.draft_gguf (models/drafting.py) for real: the 0.5B drafting for itself with
+    prompt lookup off, so nearly every draft is kept and most tokens come from batched checks,
+    not one-token steps (llama.cpp's `eval` runs)."""
+    from humanevalfix.models.presets import load_presets
+    from humanevalfix.models.weights import locate
+
+    weights = locate(load_presets()["local"].gguf or "")
+    log = tmp_path / "server.log"
+    options = ServerOptions(prompt_lookup=0, draft_gguf=weights, draft_tokens=4)
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Write a Python function that adds two numbers."}],
+        "max_tokens": 48,
+        "temperature": 0.0,
+    }
+    with run_server(weights, "m", options, log_path=log) as (base_url, _proc, _log):
+        request = urllib.request.Request(
+            base_url + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=300) as response:
+            answer = json.loads(response.read())
+    made = answer["usage"]["completion_tokens"]
+    assert answer["choices"][0]["message"]["content"].strip() and made >= 16
+    text = log.read_text(encoding="utf-8", errors="replace")
+    assert f"draft model: {weights}, 4 tokens a step" in text
+    steps = [int(n) for n in re.findall(r"llama_perf_context_print:\s+eval time =.*?/\s+(\d+) runs", text)]
+    assert steps and steps[-1] < made / 2, (steps, made)

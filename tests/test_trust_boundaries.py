@@ -13,6 +13,8 @@ of a later run, at any level (issue 50's attacks, kept as probes).
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -147,3 +149,26 @@ def test_a_candidate_of_a_weaker_level_cannot_forge_a_later_verdict(
         assert all(fetch(f, p.name) is None for f in stores for p in f.iterdir())
     # The later bwrap run: the buggy answer still fails and still has its pass@1+ cases.
     assert verdicts_of_a_later_bwrap_run(task) == (False, True)
+
+
+def test_unshare_hides_the_runs_own_dataset_file() -> None:
+    """A `--dataset-path` file holds every canonical solution and hidden test, as the bundled one
+    does: the unshare jail shows the host's file system, so it binds /dev/null over the file
+    (Jail.hidden; the eval run, `score` and `validate-dataset` pass their dataset's path)."""
+    # Where any user may read it (a root harness's candidate is uid 65534): without the cover, it would.
+    folder = Path(tempfile.mkdtemp(prefix="hefix-dataset-"))
+    folder.chmod(0o755)
+    data = folder / "mine.jsonl"
+    data.write_text('{"task_id": "Python/0", "canonical_solution": "    return 42\\n"}\n')
+    program = f"print('READ', len(open({str(data)!r}).read()))"
+    seen = {}
+    for hidden in ((), (data,)):
+        executor = build_executor("unshare", Limits(timeout_s=TIMEOUT), hidden=hidden)
+        try:
+            result = executor.run(program, "", "")
+        finally:
+            executor.close()
+        seen[bool(hidden)] = next((ln for ln in result.output.splitlines() if ln.startswith("READ")), result.output)
+    assert seen == {False: f"READ {len(data.read_text())}", True: "READ 0"}
+    assert data.read_text().startswith('{"task_id"')  # the host's file is unchanged
+    shutil.rmtree(folder)

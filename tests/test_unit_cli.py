@@ -145,8 +145,10 @@ def test_score_prints_pass_at_k_and_writes_the_verdicts(
         limits: Limits,
         workers: int,
         docker: Any = None,
+        hidden: tuple[Path, ...] = (),
     ) -> list[gen.TaskVerdicts]:
         asked.append((generations, limit_start, kind, limits.timeout_s, workers))
+        assert hidden == (dataset_path,)  # the dataset's file, kept from the candidates
         return [gen.TaskVerdicts(tasks[limit_start + i].task_id, limit_start + i, answers[i]) for i in range(2)]
 
     monkeypatch.setattr(gen, "score_generations", score)

@@ -25,7 +25,7 @@ import pytest
 from humanevalfix.errors import ConfigError
 from humanevalfix.sandbox import cover, docker, jail
 from humanevalfix.sandbox.child.procs import start_time
-from humanevalfix.sandbox.cover import COVER, closed_ancestors, unshare_argv
+from humanevalfix.sandbox.cover import COVER, closed_ancestors, covered_paths, unshare_argv
 from humanevalfix.sandbox.docker import (
     LABEL,
     NO_CLI,
@@ -575,3 +575,24 @@ def test_docker_factory_checks_once_then_makes_executors(monkeypatch: pytest.Mon
     first, second = make(), make()
     assert isinstance(first, DockerExecutor) and first is not second and first.jail is second.jail
     assert first.limits.timeout_s == 2 and first.jail.python == "python3" and len(steps) == 4
+
+
+def test_the_cover_hides_the_runs_dataset_file_and_the_hub_cache(tmp_path: Path, as_user: None) -> None:
+    """A `--dataset-path` file reads as empty (/dev/null bound over it), the Hugging Face cache is
+    covered like the harness's own; a file inside a covered folder needs no mount of its own (one
+    would find nothing to mount on, and fail the jail)."""
+    data = tmp_path / "mine.jsonl"
+    data.write_text("{}\n")
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HOME": str(hub), "HUMANEVALFIX_PLUS_CACHE": "off"}
+    env["HUMANEVALFIX_TEST_CACHE"] = "off"
+    bundled = PACKAGE_DIR / "evaluation" / "data" / "humanevalpack_python.jsonl"
+    paths = covered_paths(env, hidden=(data, bundled, tmp_path / "gone.jsonl"))
+    assert f"null:{data.resolve()}" in paths and str(hub.resolve()) in paths
+    assert not any(str(bundled.resolve()) in p for p in paths)  # inside the covered data folder
+    assert not any("gone.jsonl" in p for p in paths)
+    assert Jail("unshare", hidden=(data,)).wrap(["python"], as_pid_1=False).count(f"null:{data.resolve()}") == 1
+    # A hub folder that holds the harness (HF_HOME=~, say) would hide the jail's own interpreter or package.
+    holding = covered_paths(env | {"HF_HOME": str(PACKAGE_DIR.parent)})
+    assert str(PACKAGE_DIR.parent.resolve()) not in holding

@@ -73,10 +73,13 @@ def run(args: argparse.Namespace) -> int:
             "--plus-inputs: only when re-scoring a results file of this tool (a generations file has no pass@1+)"
         )
     generations = read_generations(args.generations)
-    data = ds.load(ds.resolve_path(args.dataset_path))
+    dataset_path = ds.resolve_path(args.dataset_path)
+    data = ds.load(dataset_path)
     kind, docker = sandbox_from_args(args)
+    limits = Limits(timeout_s=args.timeout)
+    hidden = (dataset_path,) if isinstance(dataset_path, Path) else ()
     verdicts = score_generations(
-        generations, data.tasks, args.limit_start, kind, Limits(timeout_s=args.timeout), args.workers, docker=docker
+        generations, data.tasks, args.limit_start, kind, limits, args.workers, docker=docker, hidden=hidden
     )
     document = verdicts_document(verdicts, args.generations, data)
     console = Console(stderr=True)

@@ -56,7 +56,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from humanevalfix.models.embedded import ServerOptions, check_installed, log_tail, run_server, with_lookup
+    from humanevalfix.models.embedded import (
+        ServerOptions,
+        check_installed,
+        log_tail,
+        run_server,
+        with_draft,
+        with_lookup,
+    )
     from humanevalfix.models.presets import load_presets
 
     presets = load_presets(args.models_file) if args.models_file else load_presets()
@@ -75,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from humanevalfix.models.weights import locate
 
     check_installed()
+    options = with_draft(options, preset, args.gguf)
     weights = locate(preset.gguf or "", args.gguf)
     try:
         with run_server(weights, preset.model, options) as (base_url, proc, log_path):

@@ -181,8 +181,10 @@ def score_generations(
     limits: Limits | None = None,
     workers: int = DEFAULT_WORKERS,
     docker: DockerSettings | None = None,
+    hidden: tuple[Path, ...] = (),
 ) -> list[TaskVerdicts]:
-    """Entry i is scored against dataset row limit_start + i, as the harness does."""
+    """Entry i is scored against dataset row limit_start + i, as the harness does. `hidden`: the
+    dataset's file, kept from the candidates where the level can (Jail.hidden)."""
     if limit_start + len(generations) > len(tasks):
         raise UserError(
             f"the generations file has {len(generations)} entries from row {limit_start}, "
@@ -190,7 +192,7 @@ def score_generations(
         )
     limits = limits or Limits()
     jobs = [(i, j, code) for i, entry in enumerate(generations) for j, code in enumerate(entry)]
-    pool = ExecutorPool(executor_factory(sandbox, limits, docker=docker), max(1, workers))
+    pool = ExecutorPool(executor_factory(sandbox, limits, docker=docker, hidden=hidden), max(1, workers))
 
     def run(job: tuple[int, int, str]) -> CandidateVerdict:
         i, _, code = job

@@ -195,7 +195,10 @@ def _run_locked(
     # What the sandbox says of itself (a weaker level's exposure) is said when the run starts, after
     # every input and the key are known good: bad input stays one line.
     sandbox_notes: list[str] = []
-    factory = executor_factory(config.sandbox, limits, docker=config.docker, warn=sandbox_notes.append)
+    # The run's own dataset file holds every canonical solution and hidden test: kept from candidates
+    # where the level shows the host's files (unshare), as the bundled one is.
+    hidden = (config.dataset_path,) if config.dataset_path is not None else ()
+    factory = executor_factory(config.sandbox, limits, docker=config.docker, warn=sandbox_notes.append, hidden=hidden)
     pool = ExecutorPool(factory, executor_slots(config.workers))
     try:
         with open_endpoint(

@@ -198,7 +198,8 @@ def validate_file(
     if not reports:
         raise DatasetError(f"{path}: no rows in file")
 
-    pool = ExecutorPool(executor_factory(sandbox, limits or Limits(), docker=docker), max(1, workers))
+    factory = executor_factory(sandbox, limits or Limits(), docker=docker, hidden=(path,))  # its canonical solutions
+    pool = ExecutorPool(factory, max(1, workers))
 
     def check(item: tuple[RowReport, ds.Task]) -> None:
         report, task = item

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.errors import ConfigError
+from humanevalfix.models import drafting
 from humanevalfix.models.presets import Preset
 
 # Token generation on 1 thread, prompt evaluation on 2. Measured on 2 busy shared cores
@@ -89,6 +90,9 @@ if os.environ.pop("HEFIX_NO_REPACK", "") == "1":
         params.use_extra_bufts = False
         return params
     llama_module.llama_cpp.llama_model_default_params = without_repack
+if os.environ.get("HEFIX_DRAFT_GGUF"):
+    from humanevalfix.models.drafting import install
+    install()
 sys.argv[0] = "llama_cpp.server"
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
@@ -114,6 +118,10 @@ class ServerOptions:
     port: int | None = None  # None: a free port
     start_timeout_s: float = START_TIMEOUT_S
     extra: tuple[str, ...] = ()  # more `--name value` options for llama_cpp.server
+    # A smaller model of the same tokenizer drafting where prompt lookup finds nothing
+    # (models/drafting.py): its weights and how many tokens it drafts a step.
+    draft_gguf: Path | None = None
+    draft_tokens: int = 4
 
 
 @dataclass(frozen=True)
@@ -158,15 +166,17 @@ def server_command(gguf: Path, model_id: str, port: int, options: ServerOptions)
         # A later request must not cut off one in flight (the default interrupts it).
         "--interrupt_requests",
         "False",
-        *_draft_options(options.prompt_lookup),
+        *_draft_options(options),
         *options.extra,
     ]
 
 
-def _draft_options(tokens: int) -> list[str]:
-    return (
-        ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(tokens)] if tokens > 0 else []
-    )
+def _draft_options(options: ServerOptions) -> list[str]:
+    # A draft model rides on the server's prompt-lookup setting (drafting.install), with 0 tokens
+    # of lookup where lookup is off.
+    if options.prompt_lookup <= 0 and options.draft_gguf is None:
+        return []
+    return ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(options.prompt_lookup)]
 
 
 def log_tail(path: Path) -> str:
@@ -308,6 +318,8 @@ def run_server(
             env["HEFIX_TEMP_LOG_DIR"] = str(log_dir)
         if not options.repack:
             env["HEFIX_NO_REPACK"] = "1"
+        if options.draft_gguf is not None:
+            env |= drafting.environment(str(options.draft_gguf), options.draft_tokens, options.threads, options.n_ctx)
         for name in ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY"):
             env.pop(name, None)  # the server needs no key; keep them out of its process
         stack.enter_context(_sigterm_as_interrupt())
@@ -327,13 +339,26 @@ def run_server(
             stop_group(proc)
 
 
+def with_draft(options: ServerOptions, preset: Preset, gguf: Path | None) -> ServerOptions:
+    """`options` with the preset's draft model (Preset.draft), located as its own weights are but
+    never from LOCAL_MODEL_PATH (that names the main model); none with --gguf, whose weights may
+    not share the draft's tokenizer."""
+    from humanevalfix.models.weights import PATH_ENV, locate
+
+    if preset.draft is None or gguf is not None or options.draft_gguf is not None:
+        return options
+    environ = {k: v for k, v in os.environ.items() if k != PATH_ENV}
+    return replace(options, draft_gguf=locate(preset.draft, None, environ))
+
+
 @contextlib.contextmanager
 def embedded_server(preset: Preset, gguf: Path | None, options: ServerOptions | None = None) -> Iterator[Served]:
     """What providers.open_endpoint uses: weights located, server started, preset filled in."""
     from humanevalfix.models.weights import locate
 
     check_installed()
-    check_exact(options or ServerOptions())
+    options = with_draft(options or ServerOptions(), preset, gguf)
+    check_exact(options)
     weights = locate(preset.gguf or "", gguf)
-    with run_server(weights, preset.model, options or ServerOptions()) as (base_url, proc, log_path):
+    with run_server(weights, preset.model, options) as (base_url, proc, log_path):
         yield Served(base_url, preset.model, replace(preset, base_url=base_url), proc.pid, log_path, weights)

@@ -38,6 +38,9 @@ class Preset:
     price_in: float | None = None  # USD per 1M input tokens
     price_out: float | None = None
     gguf: str | None = None  # local models: which weights
+    # Local models: the weights of a smaller model of the same tokenizer that drafts tokens for
+    # them (models/drafting.py); not with --gguf (the user's own weights may tokenize otherwise).
+    draft: str | None = None
     # Base of the per-request `seed` (agent._settings.request_seed), so that sampled turns repeat
     # between runs; None sends none (not every OpenAI-compatible server takes the field).
     seed: int | None = None
@@ -62,6 +65,7 @@ class Preset:
             # Only when set: the preset of a run without them reads as it always did.
             **({"reasoning_effort": self.reasoning_effort} if self.reasoning_effort is not None else {}),
             **({"thinking": self.thinking} if self.thinking is not None else {}),
+            **({"draft": self.draft} if self.draft is not None else {}),
         }
 
 
@@ -75,6 +79,7 @@ FIELDS = (
     "native_tools",
     "price_per_1m",
     "gguf",
+    "draft",
     "seed",
     "reasoning_effort",
     "thinking",
@@ -103,7 +108,7 @@ def _checked_fields(name: str, raw: dict[str, Any], source: Path) -> None:
         raise _field_error(source, name, "provider", f"one of {', '.join(PROVIDERS)}", raw)
     if not isinstance(raw.get("model"), str) or not raw["model"]:
         raise _field_error(source, name, "model", "a model id (text)", raw)
-    for field in ("base_url", "key_env", "gguf"):
+    for field in ("base_url", "key_env", "gguf", "draft"):
         if field in raw and raw[field] is not None and not isinstance(raw[field], str):
             raise _field_error(source, name, field, "text", raw)
     temps = raw.get("temperatures", [0.0])
@@ -155,6 +160,7 @@ def _preset(name: str, raw: Any, source: Path) -> Preset:
         price_in=price.get("input"),
         price_out=price.get("output"),
         gguf=raw.get("gguf"),
+        draft=raw.get("draft"),
         seed=raw.get("seed"),
         reasoning_effort=raw.get("reasoning_effort"),
         thinking=_thinking(raw.get("thinking")),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).absolute().parent.parent  # humanevalfix/: its dataset covered here, hidden in bwrap
@@ -18,7 +19,8 @@ PACKAGE_DIR = Path(__file__).absolute().parent.parent  # humanevalfix/: its data
 # through, as a root harness's /root) gets an overlay whose root alone is made passable (o+x: the
 # host's directory is unchanged, nothing in it is listed), and each `x:DIR` inside one is made
 # passable in it; each `ro:DIR` is bound read-only over
-# itself; each other DIR is covered by an empty read-only tmpfs. A mount that fails fails the jail
+# itself; each `null:FILE` reads as empty (/dev/null bound over it); each other DIR is covered by an
+# empty read-only tmpfs. A mount that fails fails the jail
 # (exit 126), never a jail without the cover.
 COVER = (
     'n=0; while [ "$1" != -- ]; do case "$1" in '
@@ -28,6 +30,7 @@ COVER = (
     '-o "lowerdir=${1#open:},upperdir=$o/u$n,workdir=$o/w$n" "${1#open:}" && chmod o+x "${1#open:}" || exit 126 ;; '
     'x:*) chmod o+x "${1#x:}" || exit 126 ;; '
     'ro:*) mount --bind -o ro "${1#ro:}" "${1#ro:}" || exit 126 ;; '
+    'null:*) mount --bind /dev/null "${1#null:}" || exit 126 ;; '
     '*) mount -t tmpfs -o ro,size=4k,mode=0555 hefix-covered "$1" || exit 126 ;; '
     'esac; shift; done; shift; exec "$@"'
 )
@@ -42,13 +45,18 @@ def dropped(argv: list[str], uid: int) -> list[str]:
 
 
 def covered(
-    argv: list[str], environ: dict[str, str] | None = None, opened: tuple[str, ...] = (), uid: int | None = None
+    argv: list[str],
+    environ: dict[str, str] | None = None,
+    opened: tuple[str, ...] = (),
+    uid: int | None = None,
+    hidden: tuple[Path, ...] = (),
 ) -> list[str]:
     """`argv` run after COVER has mounted the cover; as `uid` where given (`opened`: the directories
-    it must pass through to reach its interpreter and runner, outermost first)."""
+    it must pass through to reach its interpreter and runner, outermost first; `hidden`: more files
+    and folders kept from it, as the run's own dataset)."""
     steps = ["shm", *_opening(opened)] if uid is not None else []
     tail = dropped(argv, uid) if uid is not None else argv
-    return ["/bin/sh", "-c", COVER, "hefix-cover", *steps, *covered_paths(environ), "--", *tail]
+    return ["/bin/sh", "-c", COVER, "hefix-cover", *steps, *covered_paths(environ, hidden), "--", *tail]
 
 
 def _opening(opened: tuple[str, ...]) -> list[str]:
@@ -79,21 +87,40 @@ def closed_ancestors(paths: list[str]) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda d: (d.count("/"), d)))
 
 
-def covered_paths(environ: dict[str, str] | None = None) -> list[str]:
+def covered_paths(environ: dict[str, str] | None = None, hidden: tuple[Path, ...] = ()) -> list[str]:
     """What the unshare jail, which shows the host's file system, keeps from its candidates: this
     package read-only (its own judge, which later jails bind, included), and covered: the bundled
-    dataset (every canonical solution and test) and the harness's caches with their sealing key
-    (cachedirs; made first, so that a candidate cannot plant a key of its own where none was yet)."""
+    dataset (every canonical solution and test), the Hugging Face cache (a dataset from the Hub),
+    the harness's caches with their sealing key (cachedirs; made first, so that a candidate cannot
+    plant a key of its own where none was yet), and `hidden` (a run's `--dataset-path` file)."""
     from humanevalfix.cachedirs import seal_key, store_folders, user_cache
 
     env = os.environ if environ is None else environ
     stores = store_folders(env)
     for folder in stores:
         seal_key(folder)
-    folders = [*stores, user_cache(env) / "humanevalfix", PACKAGE_DIR / "evaluation" / "data"]
-    covered = dict.fromkeys(str(f.resolve()) for f in folders if f.is_dir())
+    hub = [Path(env[name]) for name in _HUB_VARIABLES if env.get(name)]
+    folders = [*stores, user_cache(env) / "humanevalfix", user_cache(env) / "huggingface", *hub]
+    folders += [PACKAGE_DIR / "evaluation" / "data", *hidden]
+    # A folder that holds the harness itself (HF_HOME=~, say) is not covered: the jail needs it.
+    harness = [PACKAGE_DIR.resolve(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    resolved = [p for p in (f.resolve() for f in folders) if not any(p == h or p in h.parents for h in harness)]
+    dirs = [path for path in resolved if path.is_dir()]
+    covered: dict[str, None] = {}
+    for path in resolved:
+        # What a covered folder holds is hidden with it; a mount inside it would find nothing to mount on.
+        if any(d in path.parents for d in dirs):
+            continue
+        if path.is_dir():
+            covered[str(path)] = None
+        elif path.is_file():
+            covered[f"null:{path}"] = None
     package = dict.fromkeys((os.path.normpath(str(PACKAGE_DIR)), str(PACKAGE_DIR.resolve())))
     return [f"ro:{d}" for d in package] + list(covered)
+
+
+# Where the `datasets` library keeps what it fetched from the Hub, when not in the user cache.
+_HUB_VARIABLES = ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE")
 
 
 def unshare_argv(user_namespace: bool = True) -> list[str]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from humanevalfix.errors import ConfigError
@@ -39,20 +39,23 @@ from humanevalfix.sandbox.jail import EXPOSURE, FS, GUARANTEES, Jail, best_level
 LEVEL_NAMES = {"bwrap": "bwrap", "unshare": "unshare", "none": "process"}
 
 
-def jail_for(kind: str, ro_binds: tuple[Path, ...] = (), python: str = sys.executable) -> Jail:
-    """The jail a sandbox kind runs in here; a ConfigError when an explicit one does not work."""
+def jail_for(
+    kind: str, ro_binds: tuple[Path, ...] = (), python: str = sys.executable, hidden: tuple[Path, ...] = ()
+) -> Jail:
+    """The jail a sandbox kind runs in here; a ConfigError when an explicit one does not work.
+    `hidden`: host paths the unshare jail covers too (Jail.hidden)."""
     if kind in ("auto", "restricted"):
         level, why_not = best_level(python, ro_binds)
         if kind == "auto" and FS not in GUARANTEES[level]:
             raise ConfigError(f"--sandbox auto: {closed_refusal(why_not)}")  # fails closed, never silently weaker
-        return Jail(level, python=python, ro_binds=ro_binds, warning=weaker_warning(level, why_not))
+        return Jail(level, python=python, ro_binds=ro_binds, warning=weaker_warning(level, why_not), hidden=hidden)
     if kind == "process":
         return Jail("none", python=python, ro_binds=ro_binds)
     problem = probe(kind, python, ro_binds)
     if problem is not None:
         other = "docker, unshare or process" if kind == "bwrap" else "auto"
         raise ConfigError(f"--sandbox {kind}: {problem} ({_hint(kind, problem)}or use --sandbox {other})")
-    return Jail(kind, python=python, ro_binds=ro_binds)
+    return Jail(kind, python=python, ro_binds=ro_binds, hidden=hidden)
 
 
 def _hint(kind: str, problem: str) -> str:
@@ -74,6 +77,7 @@ class ExecutorOptions:
     python: str = sys.executable  # the interpreter the jail runs
     docker: DockerSettings | None = None  # --sandbox docker's settings
     warn: Callable[[str], None] | None = None  # told when `auto` ends below file-system isolation
+    hidden: tuple[Path, ...] = ()  # host paths kept from candidates too (the run's --dataset-path)
 
 
 Builder = Callable[[str, ExecutorOptions], Callable[[], Executor]]
@@ -108,7 +112,7 @@ def executor_kind(name: str, summary: str) -> Callable[[Builder], Builder]:
 @executor_kind("auto", "bwrap where it works, else a refusal naming the ways on (never silently weaker)")
 def _jailed(kind: str, options: ExecutorOptions) -> Callable[[], Executor]:
     try:
-        jail = jail_for(kind, options.ro_binds, options.python)
+        jail = jail_for(kind, options.ro_binds, options.python, options.hidden)
     except ValueError as exc:  # a bind the jail cannot make (the whole file system, /proc, ...)
         raise ConfigError(f"--sandbox {kind}: {exc}") from None
     if jail.warning:
@@ -141,15 +145,16 @@ def executor_factory(
     python: str = sys.executable,
     docker: DockerSettings | None = None,
     warn: Callable[[str], None] | None = None,
+    hidden: tuple[Path, ...] = (),
 ) -> Callable[[], Executor]:
     """Executors of one kind, the jail probed once (a probe starts a jailed interpreter: a pool
     of executors would otherwise pay it per executor at every run's start). `python`: the
     interpreter the jail runs (by default this one), wherever it is installed. `warn` is told when
-    `auto` ends below file-system isolation (by default one line on stderr)."""
+    `auto` ends below file-system isolation (by default one line on stderr). `hidden`: host files
+    kept from the candidates where the level shows the host's file system and can hide them."""
     spec = SANDBOXES.require(kind)
-    return spec.build(
-        kind, ExecutorOptions(limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn)
-    )
+    options = ExecutorOptions(limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn)
+    return spec.build(kind, replace(options, hidden=hidden))
 
 
 def _stderr(line: str) -> None:
@@ -166,5 +171,9 @@ def build_executor(
     python: str = sys.executable,
     docker: DockerSettings | None = None,
     warn: Callable[[str], None] | None = None,
+    hidden: tuple[Path, ...] = (),
 ) -> Executor:
-    return executor_factory(kind, limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn)()
+    factory = executor_factory(
+        kind, limits, fresh=fresh, ro_binds=ro_binds, python=python, docker=docker, warn=warn, hidden=hidden
+    )
+    return factory()

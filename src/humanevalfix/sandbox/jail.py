@@ -111,6 +111,7 @@ class Jail:
     imports: tuple[str, ...] = ()
     # Why this jail is weaker than `auto` wanted (no file-system isolation), or None.
     warning: str | None = None
+    hidden: tuple[Path, ...] = ()  # more host paths unshare covers (cover.covered_paths): a --dataset-path
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ro_binds", tuple(Path(p) for p in self.ro_binds))
@@ -158,17 +159,15 @@ class Jail:
         return str(CHILD_DIR / "runner.py")
 
     def wrap(self, argv: list[str], *, as_pid_1: bool) -> list[str]:
-        """`argv` (an interpreter command line) run inside this jail.
-
-        `as_pid_1`: the command is the init of its PID namespace, so nothing inside can signal
-        it and every orphan becomes its child (the fork server wants this).
-        """
+        """`argv` (an interpreter command line) run inside this jail. `as_pid_1`: the command is the
+        init of its PID namespace, so nothing inside can signal it and every orphan becomes its child
+        (the fork server wants this)."""
         if self.level == "bwrap":
             return bwrap_argv(self, as_pid_1) + ["--", *argv]
         if self.level == "unshare":
             uid = self.candidate_uid
             opened = closed_ancestors(self.needed_paths()) if uid is not None else ()
-            return unshare_argv(uid is None) + ["--", *covered(argv, opened=opened, uid=uid)]
+            return unshare_argv(uid is None) + ["--", *covered(argv, opened=opened, uid=uid, hidden=self.hidden)]
         if self.level == "docker":
             raise ValueError("a docker jail is a container: sandbox/docker.py starts it")
         return list(argv)

@@ -18,7 +18,9 @@ Compiled tests are kept in memory per server and, like the pass@1+ cases, on dis
 (`~/.cache/humanevalfix/compiled-tests/`, HUMANEVALFIX_TEST_CACHE) only under the sandbox levels
 that keep candidates off the host's files: a judge runs what it is given as the test, so a file
 there that a candidate could write would be a verdict it could write. The request itself comes
-from the harness alone.
+from the harness alone. The bundled dataset's tests, compiled for this bytecode by this code, also
+ship in the package (SHIPPED, written by evaluation/compiledshipped.py), beside the dataset and
+hidden where it is, so a new machine's first scoring run compiles none of them.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import json
+import lzma
+import os
 import threading
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from humanevalfix import pyast
@@ -39,19 +45,27 @@ from humanevalfix.sandbox.child import execution, rewriting
 CACHE_ENV = TEST_STORE[0]  # the directory, or "off"; default: the user's cache
 KEPT = 512  # compiled tests kept in memory per server (a feedback run repeats its task's test)
 SIZE_LIMIT = 256 << 10  # the server's own limit for a test it keeps compiled (child/server.py)
+# The bundled dataset's tests compiled (evaluation/compiledshipped.py writes it): key -> `compiled` text.
+SHIPPED = Path(__file__).absolute().parent.parent / "evaluation" / "data" / "compiled_tests.json.xz"
+SHIPPED_FORMAT = 1
+# "off": compile every test here, none read from the package (its writer, and benches of a dataset of one's own).
+SHIPPED_ENV = "HUMANEVALFIX_SHIPPED_TESTS"
 
 
 class CompiledTests:
     """Compiles tests for one fork server's judges (thread-safe: one per server)."""
 
-    def __init__(self, prelude_names: frozenset[str], directory: Path | None = None) -> None:
+    def __init__(
+        self, prelude_names: frozenset[str], directory: Path | None = None, shipped: Path | None = SHIPPED
+    ) -> None:
         # A stand-in for execution.Prepared: the two fields compile_test reads (Any: it is not one).
         self._env: Any = SimpleNamespace(prelude_names=prelude_names, rewriting=rewriting)
         self._directory = directory
+        self._shipped = shipped  # the package's compiled tests (None: every test compiled here)
         self._libraries: dict[str, Any] = {}  # library text -> execution.Library
         self._kept: dict[str, str | None] = {}
         self._lock = threading.Lock()
-        self._version = hashlib.sha256(f"{_sources()}\x00{sorted(prelude_names)!r}".encode()).hexdigest()
+        self._version = hashlib.sha256(f"{sources()}\x00{sorted(prelude_names)!r}".encode()).hexdigest()
 
     @classmethod
     def from_hello(cls, hello: dict[str, Any], directory: Path | None) -> CompiledTests | None:
@@ -61,7 +75,8 @@ class CompiledTests:
             return None
         if not all(isinstance(name, str) for name in names):
             return None
-        return cls(frozenset(names), directory)
+        shipped = None if os.environ.get(SHIPPED_ENV, "").strip().lower() == "off" else SHIPPED
+        return cls(frozenset(names), directory, shipped)
 
     def for_run(self, test: str, support: str) -> str | None:
         """The request's `compiled` field for this test (base64 of execution.to_bytes); None when
@@ -69,20 +84,27 @@ class CompiledTests:
         says why, as it always has)."""
         if len(test) + len(support) > SIZE_LIMIT:
             return None
-        key = hashlib.sha256(f"{self._version}\x00{support}\x00{test}".encode("utf-8", "surrogatepass")).hexdigest()
+        key = self.key(test, support)
         with self._lock:
             if key in self._kept:
                 return self._kept[key]
-            data = self._read(key)
-            if data is None:
-                data = self._compile(test, support)
-                if data is not None:
-                    self._write(key, data)
-            text = None if data is None else base64.b64encode(data).decode("ascii")
+            text = load_shipped(self._shipped).get(key) if self._shipped is not None else None
+            if text is None:
+                data = self._read(key)
+                if data is None:
+                    data = self._compile(test, support)
+                    if data is not None:
+                        self._write(key, data)
+                text = None if data is None else base64.b64encode(data).decode("ascii")
             self._kept[key] = text
             if len(self._kept) > KEPT:
                 del self._kept[next(iter(self._kept))]
         return text
+
+    def key(self, test: str, support: str) -> str:
+        """What names this test's compiled code, here, on disk and in the package: the code that
+        compiles it, the prelude's names, the test and its helpers."""
+        return hashlib.sha256(f"{self._version}\x00{support}\x00{test}".encode("utf-8", "surrogatepass")).hexdigest()
 
     def _compile(self, test: str, support: str) -> bytes | None:
         try:
@@ -107,9 +129,27 @@ class CompiledTests:
             keep(self._directory, f"{key}.marshal", data)
 
 
+@lru_cache(maxsize=2)
+def load_shipped(path: Path = SHIPPED) -> Mapping[str, str]:
+    """The package's compiled tests, key -> `compiled` text; empty when the file is missing or
+    damaged, or was written by other code or for another bytecode (sources()): then every test is
+    compiled here, as before."""
+    try:
+        document = json.loads(lzma.decompress(path.read_bytes()))
+    except (OSError, lzma.LZMAError, ValueError):
+        return MappingProxyType({})
+    if not isinstance(document, dict) or document.get("format") != SHIPPED_FORMAT:
+        return MappingProxyType({})
+    tests = document.get("tests")
+    if document.get("sources") != sources() or not isinstance(tests, dict):
+        return MappingProxyType({})
+    return MappingProxyType({k: v for k, v in tests.items() if isinstance(k, str) and isinstance(v, str)})
+
+
 @lru_cache(maxsize=1)
-def _sources() -> str:
-    """The code that makes a compiled test (a changed rewriting gives other bytecode)."""
+def sources() -> str:
+    """The code that makes a compiled test (a changed rewriting gives other bytecode): the judge's
+    modules that compile it and the bytecode's magic number (the shipped file names it)."""
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for path in (execution.__file__, rewriting.__file__):
         digest.update(Path(path).read_bytes())

@@ -159,11 +159,18 @@ class Policy(RestrictingNodeTransformer):
         # `counts[i] += 1` (Python/69, Python/126). RestrictedPython refuses augmented assignment
         # of items; it is allowed here as `x[k] = _inplacevar_(op, x[k], v)` (read through
         # _getitem_, written through _write_) when `x` and `k` are side-effect free, so evaluating
-        # them twice changes nothing. Attributes (`self.n += 1`) stay refused.
+        # them twice changes nothing. Attributes (`self.size += 1`) likewise, as `x.a = _inplacevar_(op,
+        # x.a, v)`: read through _getattr_, written through _write_ (candidate_write_guard).
         target = node.target
+        load: ast.expr | None = None
+        store: ast.expr | None = None
         if isinstance(target, ast.Subscript) and _side_effect_free(target.value) and _side_effect_free(target.slice):
             load = ast.Subscript(value=_copy(target.value), slice=_copy(target.slice), ctx=ast.Load())
             store = ast.Subscript(value=_copy(target.value), slice=_copy(target.slice), ctx=ast.Store())
+        elif isinstance(target, ast.Attribute) and _side_effect_free(target.value):
+            load = ast.Attribute(value=_copy(target.value), attr=target.attr, ctx=ast.Load())
+            store = ast.Attribute(value=_copy(target.value), attr=target.attr, ctx=ast.Store())
+        if load is not None and store is not None:
             assign = ast.Assign(targets=[store], value=ast.BinOp(left=load, op=node.op, right=node.value))
             ast.copy_location(assign, node)
             ast.fix_missing_locations(assign)
@@ -276,6 +283,23 @@ def apply(f: Any, *args: Any, **kwargs: Any) -> Any:
     return f(*args, **kwargs)
 
 
+def candidate_write_guard(module: str) -> Callable[[Any], Any]:
+    """`_write_` for the candidate's code: attributes of instances of classes its own code defined
+    (`module`: the prompt's `Node` and its `self.next = ...`, with the instances of them that cross
+    from the judge) are written as plain Python writes them; every other object goes through
+    RestrictedPython's guard (lists and dicts as they are, anything else refused), so no module,
+    function or prelude object is changed. A metaclass of the candidate's own is not trusted
+    with `__module__`: only classes made by `type` itself."""
+
+    def guard(ob: Any) -> Any:
+        cls = type(ob)
+        if type(cls) is type and cls.__module__ == module:
+            return ob
+        return full_write_guard(ob)
+
+    return guard
+
+
 def restricted_builtins() -> dict[str, Any]:
     table = dict(safe_builtins)
     for name in WIDENED:
@@ -310,7 +334,7 @@ def candidate_globals(prelude: dict[str, Any], name: str) -> dict[str, Any]:
             "_getattr_": guarded_getattr,
             "_getitem_": default_guarded_getitem,
             "_getiter_": default_guarded_getiter,
-            "_write_": full_write_guard,
+            "_write_": candidate_write_guard(name),
             "_inplacevar_": inplacevar,
             "_unpack_sequence_": guarded_unpack_sequence,
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
