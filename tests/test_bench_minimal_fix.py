@@ -26,8 +26,8 @@ def test_it_takes_the_rewrite_passes_of_a_run() -> None:
     from humanevalfix.reports.runs import load_run
 
     chosen = minimal_fix.rewrite_passes(list(load_run(RUN).records))
-    # docs/results.md: 25 of the default run's 50 passes were written by rewrite, 19 of them hold on pass@1+.
-    assert len(chosen) == 25 and sum((r.scores.get("plus") or {}).get("final") is True for r in chosen) == 19
+    # docs/results.md: 25 of the default run's 50 passes were written by rewrite, 23 of them hold on pass@1+.
+    assert len(chosen) == 25 and sum((r.scores.get("plus") or {}).get("final") is True for r in chosen) == 23
     assert [r.task_id for r in chosen[:3]] == ["Python/11", "Python/12", "Python/14"]
 
 

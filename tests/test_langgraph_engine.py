@@ -540,7 +540,7 @@ def test_older_results_read_as_builtin_and_the_summary_shows_the_engine() -> Non
     from humanevalfix.reports.summary import summary_table
     from humanevalfix.runspec import from_dict
 
-    older = REPO_ROOT / "results" / "local-0.5b_tests_repair.json"
+    older = REPO_ROOT / "results" / "local-0.5b_no-docstring_first40.json"
     assert "engine" not in load_results(older)["config"]  # written before --engine existed
     run = load_run(older)
     assert run.engine == "builtin" and "engine: builtin" in summary_lines(run)

@@ -382,6 +382,7 @@ def test_counting_and_measuring_numbers_keep_the_domain_the_text_gives_them(
 def test_a_rule_the_seeds_break_is_not_applied() -> None:
     from humanevalfix.evaluation.plusdomain import domain_of
 
-    # fibfib(0) is a seed: "the n-th element" does not make n count from 1 here.
-    assert domain_of([(0,), (5,)], "compute the n-th element of the fibfib number sequence", ["n"]).low == {}
+    # fibfib(0) is a seed: "the n-th element" does not make n count from 1 here (0, tried and
+    # nothing below it, is the seeds' own boundary).
+    assert domain_of([(0,), (5,)], "compute the n-th element of the fibfib number sequence", ["n"]).low == {0: 0}
     assert domain_of([(3, 4, -5)], "the lengths of the three sides", ["a", "b", "c"]).above == {0: 0, 1: 0}

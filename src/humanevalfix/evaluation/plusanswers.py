@@ -38,7 +38,9 @@ CHUNK_RESERVE_S = 1.2  # of a run's time: starting it and reporting; the rest is
 CASES_STEPS = 10_000_000  # its steps on the inputs kept for one task, together
 ANSWERS_STEPS = 30_000_000  # its steps on one task, the dropped inputs' included
 STEP_S = 8e-8  # a nominal step's time, only for a candidate's limit (pluscases.CANDIDATE_FACTOR), not for cases
-GENERATOR_VERSION = 2  # 2: cases decided by steps (issue 51); 1: by the time the machine took
+# 3: inputs inside the seeds' boundaries, ties dropped; 2: cases decided by steps (issue 51); 1: by
+# the time the machine took
+GENERATOR_VERSION = 3
 MAX_RUNS = 40  # answers runs for one task at most (each goes on where the one before stopped)
 
 # The answers: the canonical solution in its own namespace (with the task's helpers), on each
@@ -52,6 +54,7 @@ ANSWERS = """
 def _hefix_answers():
     import ast as _ast, copy as _copy, json as _json, signal as _signal, sys as _sys, time as _time
 __COMMON__
+__NEAR__
     class _Over(BaseException):
         pass
     _ns = dict(globals())
@@ -77,6 +80,7 @@ __COMMON__
             raise _Over()
         return _tr
     _inputs = __INPUTS__
+    _partners = __PARTNERS__  # each input's lists reversed, where order must not matter (plusties)
     for _i in range(__START__, len(_inputs)):
         _text = _inputs[_i]
         if _st["kept"] >= __BUDGET__ or _st["all"] >= __RUN_STEPS__:
@@ -94,6 +98,7 @@ __COMMON__
             _drops["literal"] = _drops.get("literal", 0) + 1
             continue
         _n[0], _n[1], _rang[0], _rang[1] = 0, _st["per_call"], False, False
+        _saved = (_st["all"], _st["slow"], _st["per_call"])
         _signal.setitimer(_signal.ITIMER_REAL, max(_left, 0.01))
         _signal.setitimer(_signal.ITIMER_PROF, __CPU_S__)
         try:
@@ -139,6 +144,34 @@ min(1.0, max(2 * __PER_CALL__, __FACTOR__ * _steps * __STEP_S__))]
                 _size = len(_json.dumps(_entry))
             except BaseException:
                 _why = "answer"
+        if _why is None and not _prop and _partners and _partners[_i] is not None:
+            # The same question with the lists reversed: another answer is a tie (plusties.py).
+            _two = None
+            _n[0], _n[1], _rang[1] = 0, _st["per_call"], False
+            _signal.setitimer(_signal.ITIMER_REAL, max(__CHUNK_S__ - (_time.monotonic() - _start), 0.01))
+            _signal.setitimer(_signal.ITIMER_PROF, __CPU_S__)
+            try:
+                _sys.settrace(_tr)
+                try:
+                    _two = _canonical(*_ast.literal_eval(_partners[_i]))
+                finally:
+                    _sys.settrace(None)
+                    _signal.setitimer(_signal.ITIMER_PROF, 0)
+                    _signal.setitimer(_signal.ITIMER_REAL, 0)
+                _two = _plain(_two)
+            except BaseException:
+                _two = None
+            if _rang[0]:  # this run's time ran out: the input again in the next run, counted once
+                _st["all"], _st["slow"], _st["per_call"] = _saved
+                if _i > __START__:
+                    _next = _i
+                else:
+                    _undecided = "input %d: this run's %g s ran out before its steps or CPU time" % (_i, __CHUNK_S__)
+                break
+            _over = _n[0] > _st["per_call"] or _rang[1]
+            _st["all"] += min(_n[0], _st["per_call"])
+            if _two is not None and not _over and not _near(_form, _two):
+                _why = "tie"
         if _why is None and (_size > __CASE_BYTES__ or _st["size"] + _size > __TASK_BYTES__):
             _why = "size"
         if _why is not None:

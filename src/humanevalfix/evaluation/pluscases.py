@@ -24,12 +24,13 @@ import ast
 import base64
 import hashlib
 import json
+import textwrap
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from humanevalfix.evaluation import plusreply
+from humanevalfix.evaluation import plusgen, plusreply, plusties
 from humanevalfix.evaluation.plusanswers import (
     ANSWERS,
     ANSWERS_RUN_S,
@@ -186,10 +187,13 @@ def answers_program(
     start: int = 0,
     state: dict[str, Any] | None = None,
     chunk_s: float = 4.0,
+    partners: list[str | None] | None = None,
 ) -> str:
     return fill(
         ANSWERS,
         task,
+        NEAR=textwrap.indent(plusties.NEAR.strip("\n"), "    "),
+        PARTNERS=partners,
         BUDGET=budget_steps,
         RUN_STEPS=ANSWERS_STEPS,
         STEPS=STEPS_PER_CALL,
@@ -218,6 +222,30 @@ def compute(
     where a run's time ends first (each goes on from the input the one before stopped at, with
     its counts, so where a run stops changes nothing). `run_s`: a run's time where the executor
     takes one (takes_timeout); otherwise the candidates' own (its limits)."""
+    seeds = plusties.seed_inputs(plusgen.task_seeds(task))
+    partners = None
+    if len(seeds) >= 2 * plusties.MIN_SEEDS:
+        asked = _answers(task, seeds, executor, budget_steps, run_s, None)
+        if isinstance(asked, str):
+            return Cases.of((), problem=asked)
+        if plusties.order_free(plusgen.task_seeds(task), {row[0]: row[1] for row in asked[0]}):
+            partners = plusties.partners(inputs)
+    got = _answers(task, inputs, executor, budget_steps, run_s, partners)
+    if isinstance(got, str):
+        return Cases.of((), problem=got)
+    rows, drops = got
+    return _from_data({"cases": rows, "drops": drops}, atol)
+
+
+def _answers(
+    task: Task,
+    inputs: list[tuple[Any, ...]],
+    executor: Executor,
+    budget_steps: int,
+    run_s: float,
+    partners: list[str | None] | None,
+) -> tuple[list[Any], dict[str, Any]] | str:
+    """The answers runs' rows and drops by reason, or why there are none."""
     limits = getattr(executor, "limits", None)
     own_s = float(getattr(limits, "timeout_s", 6.0))
     longer = takes_timeout(executor) and run_s > own_s
@@ -226,7 +254,7 @@ def compute(
     start, state, tries = 0, initial_state(), 0
     rows: list[Any] = []
     for _ in range(MAX_RUNS):
-        program = answers_program(task, inputs, budget_steps, start, state, chunk_s)
+        program = answers_program(task, inputs, budget_steps, start, state, chunk_s, partners)
         # The function goes with the helpers (compiled as it is); the test is its call.
         test, support = "_hefix_answers()\n", support_code(task) + "\n" + program
         if longer:
@@ -235,21 +263,21 @@ def compute(
             run = executor.run("", test, support)
         found = run.facts.get("cases")
         if not run.passed or not isinstance(found, dict) or not isinstance(found.get("state"), dict):
-            return Cases.of((), problem=f"the canonical solution's answers: {run.status}: {run.message}"[:600])
+            return f"the canonical solution's answers: {run.status}: {run.message}"[:600]
         if found.get("undecided"):
             tries += 1  # a loaded machine's run can be short of time: the same input again, twice at most
             if tries < 3:
                 continue
-            return Cases.of((), problem=f"the canonical solution's answers: {found['undecided']}"[:600])
+            return f"the canonical solution's answers: {found['undecided']}"[:600]
         rows.extend(found.get("cases") or [])
         state = found["state"]
         following = found.get("next")
         if following is None:
-            return _from_data({"cases": rows, "drops": state.get("drops") or {}}, atol)
+            return rows, state.get("drops") or {}
         if not isinstance(following, int) or following <= start:
-            return Cases.of((), problem="the canonical solution's answers: no progress")
+            return "the canonical solution's answers: no progress"
         start = following
-    return Cases.of((), problem=f"the canonical solution's answers: not done in {MAX_RUNS} runs")
+    return f"the canonical solution's answers: not done in {MAX_RUNS} runs"
 
 
 def _from_data(data: dict[str, Any], atol: float) -> Cases:

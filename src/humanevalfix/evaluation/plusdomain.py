@@ -3,14 +3,19 @@
 evaluation/plusgen.py leaves out the mutants that break it. EvalPlus writes a contract per task by
 hand; this is the part a program can read: bounds the docstring states (`1 <= k <= len(arr)`,
 "positive", "non-negative", "non-empty", "length at least two", "space separated", "lowercase
-letters") where every seed keeps them, the alphabet of strings made only of symbols (brackets),
-and lengths that are equal, or a number within a length, in every seed.
+letters", "uppercase", "only of 1s and 0s", "only letters and spaces") where every seed keeps them,
+the alphabet of strings made only of symbols (brackets), and lengths that are equal, or a number
+within a length, in every seed. Where the text says nothing, the seeds' own boundaries (issue 51): a
+number whose seeds include 0 and nothing below it stays non-negative, a `base` is at least 2, and
+of two texts the one no seed leaves empty while another is empty in some seed stays
+non-empty. Ties are found where the answers are made (evaluation/plusanswers.py).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +33,13 @@ class Domain:
     low: dict[int, float] = field(default_factory=dict)  # numbers at a position (elements too) are >= this
     above: dict[int, float] = field(default_factory=dict)  # ... or > this
     high: dict[int, float] = field(default_factory=dict)
+    below: dict[int, float] = field(default_factory=dict)  # ... or < this
     min_len: dict[int, int] = field(default_factory=dict)
     within: list[tuple[int, int]] = field(default_factory=list)  # args[i] <= len(args[j])
     same_len: list[tuple[int, int]] = field(default_factory=list)
     alphabet: dict[int, str] = field(default_factory=dict)
     no_upper: set[int] = field(default_factory=set)
+    no_lower: set[int] = field(default_factory=set)
     single_spaces: set[int] = field(default_factory=set)
 
     def admits(self, args: Args) -> bool:
@@ -44,12 +51,16 @@ class Domain:
                 return False
             if i in self.high and any(x > self.high[i] for x in numbers):
                 return False
+            if i in self.below and any(x >= self.below[i] for x in numbers):
+                return False
             if i in self.min_len and isinstance(value, (str, list, tuple)) and len(value) < self.min_len[i]:
                 return False
             texts = list(_strings(value))
             if i in self.alphabet and any(set(t) - set(self.alphabet[i]) for t in texts):
                 return False
             if i in self.no_upper and any(t != t.lower() for t in texts):
+                return False
+            if i in self.no_lower and any(t != t.upper() for t in texts):
                 return False
             if i in self.single_spaces and any("  " in t or t != t.strip(" ") for t in texts):
                 return False
@@ -95,6 +106,7 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
     at = {i: [a[i] for a in seeds] for i in range(n)}
     words = docstring.lower()
     position = {name: i for i, name in enumerate(params) if i < n}
+    only = _only_alphabet(words)
     for i, values in at.items():
         numbers = [x for v in values for x in _numbers(v)]
         if numbers and re.search(r"(?<!non-)(?<!non)\bpositive\b", words) and min(numbers) > 0:
@@ -112,6 +124,11 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
             chars = set("".join(texts))
             if chars and not any(c.isalnum() for c in chars):
                 d.alphabet[i] = "".join(sorted(chars))
+            if only and not {c for c in chars if c.isalnum()} - set(only):
+                # the text names the content ("only of 1s and 0s"); the seeds show the separators
+                d.alphabet[i] = "".join(sorted(set(only) | {c for c in chars if not c.isalnum()}))
+            if re.search(r"\buppercase\b", words) and all(t == t.upper() for t in texts):
+                d.no_lower.add(i)
             if "lowercase" in words and all(t == t.lower() for t in texts):
                 d.no_upper.add(i)
                 if "lowercase letters" in words and all(c.islower() or c == " " for c in chars):
@@ -133,6 +150,7 @@ def domain_of(seeds: list[Args], docstring: str, params: list[str]) -> Domain:
         elif high and all(type(v[target]) in (int, float) and v[target] <= _bound(high) for v in seeds):
             d.high[target] = _bound(high)
     _counting_rules(d, at, words, position)
+    _seed_boundaries(d, at, position)
     if len(seeds) >= 2:
         for i in range(n):
             for j in range(i + 1, n):
@@ -160,7 +178,8 @@ def _at_least(d: Domain, i: int, values: list[Any], low: float) -> None:
 
 def _counting_rules(d: Domain, at: dict[int, list[Any]], words: str, position: dict[str, int]) -> None:
     """What the text says of numbers that count or measure, as EvalPlus's contracts do by hand:
-    the n in "the n-th" or "from 1 to n" counts from 1; "n > 1" bounds it; prime factors are of a
+    the n in "the n-th" or "from 1 to n" counts from 1; "n > 1" (or "n is greater than 1", "base
+    numbers are less than 10") bounds it; prime factors are of a
     positive number; the lengths of a triangle's sides (or of a side) are positive. Each only
     where every seed keeps it."""
     for name in re.findall(r"\b([a-z_]\w*)-?th\b", words):
@@ -169,6 +188,17 @@ def _counting_rules(d: Domain, at: dict[int, list[Any]], words: str, position: d
     for low, name in re.findall(r"from (\d+) to ([a-z_]\w*)\b", words):
         if name in position:
             _at_least(d, position[name], at[position[name]], int(low))
+    # "base numbers are less than 10", "x is greater than 0": as "<" and ">" below
+    said = r"\b([a-z_]\w*)(?: numbers?)? (?:is|are) (less|smaller|greater|larger) than (-?\d+)\b"
+    for name, word, bound in re.findall(said, words):
+        target = position.get(name)
+        values = at[target] if target is not None else []
+        if target is None or not values or not all(type(v) in (int, float) for v in values):
+            continue
+        if word in ("less", "smaller") and max(values) < int(bound):
+            d.below[target] = min(d.below.get(target, float("inf")), int(bound))
+        elif word in ("greater", "larger") and min(values) > int(bound):
+            d.above[target] = max(d.above.get(target, -float("inf")), int(bound))
     for name, sign, bound in re.findall(r"\b([a-z_]\w*)\s*(>=?)\s*(-?\d+)\b", words):
         target = position.get(name)
         if target is not None and all(type(v) in (int, float) for v in at[target]):
@@ -182,6 +212,38 @@ def _counting_rules(d: Domain, at: dict[int, list[Any]], words: str, position: d
         measured = re.search(r"\blengths? of (the )?(three )?sides?\b|\blength of a side\b", words)
         if measured and values and all(type(v) in (int, float) and v > 0 for v in values):
             d.above[i] = max(d.above.get(i, -float("inf")), 0)
+
+
+_CLASSES = ((r"\bletters?\b", string.ascii_letters), (r"\bdigits?\b", string.digits), (r"\bspaces?\b", " "))
+
+
+def _only_alphabet(words: str) -> str:
+    """The characters a sentence with "only" says the strings are made of: letters, digits,
+    spaces, or the digits themselves ("consisting only of 1s and 0s"); "" where none is named."""
+    chars = ""
+    for sentence in re.split(r"[.;:\n]", words):
+        if not re.search(r"\bonly\b", sentence):
+            continue
+        chars += "".join(re.findall(r"\b(\d)s\b", sentence))
+        chars += "".join(letters for pattern, letters in _CLASSES if re.search(pattern, sentence))
+    return chars
+
+
+def _seed_boundaries(d: Domain, at: dict[int, list[Any]], position: dict[str, int]) -> None:
+    """Where the text is silent, the boundaries the seeds show: the examples try 0 and nothing below
+    it (a number stays non-negative); a numeral `base` is at least 2; the examples leave one text
+    empty and never another (that one stays non-empty)."""
+    for i, values in at.items():
+        if values and all(type(v) in (int, float) for v in values) and min(values) == 0:
+            _at_least(d, i, values, 0)
+    if "base" in position:
+        _at_least(d, position["base"], at[position["base"]], 2)
+    # Texts only: two lists are often the two sides of one symmetric question (common elements).
+    texts = [i for i, values in at.items() if values and all(type(v) is str for v in values)]
+    if any(v == "" for i in texts for v in at[i]):
+        for j in texts:
+            if all(v != "" for v in at[j]):
+                d.min_len[j] = max(d.min_len.get(j, 0), 1)
 
 
 def function_def(canonical: str, entry_point: str) -> ast.FunctionDef | None:

@@ -15,7 +15,8 @@ from the canonical solution's annotations. Each argument of each seed is then mu
 then two arguments at once, and mutants of mutants. Everything is seeded by the task id and bounded
 (MAX_INPUTS, MAX_TEXT): the same inputs every time. Mutants that leave what the docstring and the
 seeds say of every input are not made (evaluation/plusdomain.py); in the sandbox, inputs on which
-the canonical solution raises or runs long are dropped too (evaluation/robustness.py).
+the canonical solution raises or runs long are dropped too (evaluation/robustness.py), and so are
+ties, where the text leaves the answer open (evaluation/plusties.py).
 """
 
 from __future__ import annotations
@@ -426,13 +427,20 @@ def _pick(groups: dict[str, dict[str, Args]], rng: random.Random, limit: int) ->
     )  # short inputs first: the first disagreement is the easiest to read
 
 
-def task_inputs(task: Any, limit: int = MAX_INPUTS) -> list[Args]:
-    """The generated inputs of one dataset task (a Task)."""
+def task_seeds(task: Any) -> list[Args]:
+    """A task's seeds: its test's calls and its docstring's examples, or its annotations' values."""
     tested = test_calls(task.test, task.entry_point)
     documented = docstring_calls(task.docstring or "", task.entry_point)
     seeds = list({repr(a): a for a in tested + documented}.values())
     if not seeds and task.canonical_code:
         seeds = annotation_seeds(task.canonical_code, task.entry_point)
+    return seeds
+
+
+def task_inputs(task: Any, limit: int = MAX_INPUTS) -> list[Args]:
+    """The generated inputs of one dataset task (a Task)."""
+    tested = test_calls(task.test, task.entry_point)
+    seeds = task_seeds(task)
     numbers, chars = constants(task.canonical_code or "")
     domain = domain_of(seeds, task.docstring or "", params_of(task.canonical_code or "", task.entry_point))
     return generate(seeds, task.task_id, numbers, chars, limit, exclude=tested, domain=domain)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.cachedirs import PLUS_STORE, fetch, keep, store_folder
-from humanevalfix.evaluation import plusanswers, pluscases, plusdomain, plusgen, plusreply
+from humanevalfix.evaluation import plusanswers, pluscases, plusdomain, plusgen, plusreply, plusties
 from humanevalfix.evaluation.plusanswers import ANSWERS_RUN_S, CASES_STEPS, GENERATOR_VERSION
 from humanevalfix.evaluation.pluscases import Cases, compute
 from humanevalfix.sandbox.child import plaindata
@@ -67,6 +67,7 @@ def _source_digest() -> str:
         plaindata.__file__,
         plusanswers.__file__,
         pluscases.__file__,
+        plusties.__file__,
     ):
         digest.update(Path(path).read_bytes())
     return digest.hexdigest()
