@@ -117,7 +117,7 @@ def test_only_the_first_complaint_is_spelled_out() -> None:
 @pytest.mark.parametrize(
     ("code", "why"),
     [
-        ("import os", "import of module 'os' (allowed: collections, copy, datetime, functools, hashlib, heapq,"),
+        ("import os", "import of module 'os' (allowed: collections, copy, dataclasses, datetime, functools, hashlib,"),
         ("from . import x", "relative imports"),
         ("import sys\nout = sys.modules", "sys.modules (allowed: byteorder,"),
         ("from sys import modules", "sys.modules (allowed: byteorder,"),
@@ -173,3 +173,70 @@ def test_module_attributes_are_guarded_on_modules_outside_the_allowed_set() -> N
 def test_inplace_operators_are_complete() -> None:
     assert set(restricted.INPLACE_NAMES.values()) == set(restricted.INPLACE)
     assert restricted.inplacevar("//=", 7, 2) == 3 and restricted.inplacevar("^=", 6, 3) == 5
+
+
+# --- the classes of a prompt (issue 50): special methods, slots, annotations, dataclasses ----------
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (
+            "class P:\n    __slots__ = ('x', 'y')\n    def __init__(self, x, y):\n"
+            "        self.x = x\n        self.y = y\np = P(1, 2)\np.x += 5\nout = (p.x, p.y)",
+            (6, 2),
+        ),
+        (
+            "class I:\n    def __init__(self, n):\n        self.n = n\n    def __repr__(self):\n"
+            "        return 'I(%r)' % (self.n,)\n    def __hash__(self):\n        return hash(self.n)\n"
+            "    def __len__(self):\n        return self.n\nout = (repr(I(3)), len(I(4)), hash(I(5)) == hash(5))",
+            ("I(3)", 4, True),
+        ),
+        ("x: int = 3\ny: list\nout = x", 3),
+        (
+            "from dataclasses import dataclass, field\n@dataclass\nclass E:\n    src: str\n    dst: str\n"
+            "    weight: int = 1\n    tags: list = field(default_factory=list)\n"
+            "e = E('a', 'b')\ne.tags.append('t')\nout = (e.src, e.weight, e.tags, e == E('a', 'b', 1, ['t']), repr(e))",
+            ("a", 1, ["t"], True, "E(src='a', dst='b', weight=1, tags=['t'])"),
+        ),
+        ("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass F:\n    a: int\nout = F(2).a", 2),
+    ],
+)
+def test_the_classes_a_prompt_defines_run(prelude: dict[str, Any], code: str, expected: Any) -> None:
+    assert run(prelude, code)["out"] == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        # The hooks that change how the guards see an object, and the names the guards read.
+        ("class A:\n    def __getattr__(self, n):\n        return 1\n", '"__getattr__" is an invalid variable name'),
+        ("class A:\n    def __setattr__(self, n, v):\n        pass\n", '"__setattr__" is an invalid variable name'),
+        ("class A:\n    __module__ = 'x'\n", '"__module__" is an invalid variable name'),
+        ("def __repr__():\n    return 1\n", '"__repr__" is an invalid variable name'),  # not at module level
+        ("x = 1\nx.__repr__()\n", '"__repr__" is an invalid attribute name'),  # reading one stays refused
+        ("class A:\n    pass\na = A()\na.b: int = 1\n", "annotated assignment to anything but a name"),
+        ("__annotations__ = {}\n", '"__annotations__" is an invalid variable name'),
+    ],
+)
+def test_what_a_class_may_not_define(code: str, why: str) -> None:
+    with pytest.raises(restricted.NotAllowed) as caught:
+        restricted.compile_candidate(code, "<candidate>")
+    assert why in str(caught.value)
+
+
+def test_a_dataclass_writes_no_name_into_its_source_that_a_class_body_could_not(prelude: dict[str, Any]) -> None:
+    """The methods dataclass makes are source text with the field names in it, run unrestricted:
+    a field name that is not an identifier (reachable only by writing a class's annotations from
+    outside the policy) is refused, and so is make_dataclass, whose namespace reaches a class's dict."""
+
+    class Crafted:
+        pass
+
+    Crafted.__annotations__ = {"a=__import__('os').system('true')": int}
+    with pytest.raises(restricted.NotAllowed, match="a dataclass field named"):
+        restricted.safe_dataclass(Crafted)
+    with pytest.raises(restricted.NotAllowed, match=r"dataclasses.make_dataclass \(allowed: FrozenInstanceError"):
+        run(prelude, "from dataclasses import make_dataclass\n")
+    with pytest.raises(restricted.NotAllowed, match='"_FIELDS" is an invalid attribute name'):
+        run(prelude, "import dataclasses\nx = dataclasses._FIELDS\n")

@@ -172,3 +172,37 @@ def test_unshare_hides_the_runs_own_dataset_file() -> None:
     assert seen == {False: f"READ {len(data.read_text())}", True: "READ 0"}
     assert data.read_text().startswith('{"task_id"')  # the host's file is unchanged
     shutil.rmtree(folder)
+
+
+# Issue 50's attack on bwrap under a root harness: the fork server is PID 1 of the jail and
+# non-dumpable, so its /proc files belong to uid 0, which a user namespace's 65534 was on the host.
+SERVER_PROC = """
+import json, os
+out = {"uid": os.getuid(), "uid_map": open("/proc/self/uid_map").read().split()}
+for name, value in (("oom_score_adj", "1000"), ("autogroup", "19")):
+    try:
+        with open("/proc/1/" + name, "w") as fh:
+            fh.write(value)
+        out[name] = "wrote"
+    except OSError as exc:
+        out[name] = type(exc).__name__
+print("SEEN " + json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0, reason="root harness")
+def test_a_bwrap_candidate_under_a_root_harness_is_not_host_root() -> None:
+    """Host uid 65534 in no user namespace: it cannot write its fork server's /proc files (the
+    nice and the OOM score the issue's candidate changed), nor anything root owns."""
+    executor = build_executor("bwrap", Limits(timeout_s=TIMEOUT))
+    try:
+        result = executor.run(SERVER_PROC, "", "")
+        again = executor.run("", "assert True\n", "")  # the server serves on, unchanged
+    finally:
+        executor.close()
+    line = next((ln for ln in result.output.splitlines() if ln.startswith("SEEN ")), None)
+    assert line is not None, result.output
+    seen = json.loads(line[5:])
+    assert seen["uid"] == 65534 and seen["uid_map"] == ["0", "0", "4294967295"], seen  # the host's own ids
+    assert seen["oom_score_adj"] == "PermissionError" and seen["autogroup"] == "PermissionError", seen
+    assert again.passed, again.message

@@ -39,6 +39,7 @@ from humanevalfix.sandbox.docker import (
     owner_label,
 )
 from humanevalfix.sandbox.executor import Limits, child_env
+from humanevalfix.sandbox.factory import weaker_warning
 from humanevalfix.sandbox.jail import (
     CHILD_DIR,
     DESCRIPTIONS,
@@ -56,7 +57,6 @@ from humanevalfix.sandbox.jail import (
     hidden_package_dirs,
     link_chain,
     python_roots,
-    weaker_warning,
 )
 
 # ---------------------------------------------------------------- jail.py
@@ -165,6 +165,47 @@ def test_a_root_harness_runs_unshare_candidates_as_uid_65534(monkeypatch: pytest
     assert cover._opening(("/a", "/a/b", "/c")) == ["open:/a", "x:/a/b", "open:/c"]
     monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
     assert Jail("unshare").candidate_uid is None and Jail("bwrap", python_roots=("/opt/py",)).candidate_uid is None
+
+
+def test_a_root_harness_runs_bwrap_candidates_as_host_uid_65534(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50: in a user namespace of its own, bwrap's 65534 is host uid 0 under a root harness,
+    owner of the root files and of its fork server's /proc files. So bwrap makes no user namespace
+    there, keeps only the capabilities `setpriv` needs, and the command is dropped to 65534 with no
+    groups, capabilities or way to gain any; the folders bwrap makes on the way to its mounts are
+    passable, its tmpfs writable by the dropped jail. `fix` (ro_binds) keeps the user namespace."""
+    monkeypatch.setattr(jail.os, "geteuid", lambda: 0)
+    root = "/root/.pyenv/versions/3.11"
+    j = Jail("bwrap", python_roots=(root,))
+    assert j.candidate_uid == SANDBOX_UID
+    argv = j.wrap(["python3", "-c", "1"], as_pid_1=True)
+    cut = argv.index("--")
+    head, command = argv[:cut], argv[cut + 1 :]
+    assert "--unshare-all" not in head and "--uid" not in head and "--unshare-user" not in head
+    assert {"--unshare-pid", "--unshare-net", "--unshare-ipc"} <= set(head)
+    added = [head[i + 1] for i, a in enumerate(head) if a == "--cap-add"]
+    assert sorted(added) == ["CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID"] and head[head.index("--cap-drop") + 1] == "ALL"
+    assert command == [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+        "python3",
+        "-c",
+        "1",
+    ]
+    dirs = [head[i + 3] for i, a in enumerate(head) if head[i : i + 3] == ["--perms", "0755", "--dir"]]
+    assert {"/root", "/root/.pyenv", "/root/.pyenv/versions", JAIL_SRC, "/etc"} <= set(dirs)
+    assert dirs.index("/root") < dirs.index("/root/.pyenv") < dirs.index("/root/.pyenv/versions")
+    assert "/usr" not in dirs and not any(d.startswith("/usr/") for d in dirs)  # inside a mount: the host's
+    for tmpfs in ("/tmp", "/dev/shm", JAIL_WORK):
+        i = head.index(tmpfs)
+        assert head[i - 1] == "--tmpfs" and "1777" in head[i - 5 : i]
+    project = Jail("bwrap", python_roots=(root,), ro_binds=(Path("/tmp/hefix-project"),))
+    assert project.candidate_uid is None and "--uid" in project.wrap(["python3"], as_pid_1=True)
 
 
 def test_closed_ancestors_are_the_ones_others_cannot_pass(tmp_path: Path) -> None:

@@ -34,7 +34,38 @@ from humanevalfix.registry import Registry
 from humanevalfix.sandbox.docker import DockerSettings, docker_factory
 from humanevalfix.sandbox.executor import Executor, Limits, SubprocessExecutor
 from humanevalfix.sandbox.forkserver import ForkServerExecutor
-from humanevalfix.sandbox.jail import EXPOSURE, FS, GUARANTEES, Jail, best_level, closed_refusal, probe, weaker_warning
+from humanevalfix.sandbox.jail import FS, GUARANTEES, Jail, best_level, probe
+
+# What a candidate can reach at a level without file-system isolation: said once when a run picks
+# one explicitly (auto refuses them: sandbox/factory.py).
+EXPOSURE = {
+    "unshare": "candidates see the host's file system and can write wherever this user can (under a root harness "
+    "`eval` runs them as uid 65534: only where any user can, such as /tmp; `fix` as root, to read the project); this "
+    "package is read-only, the run's caches and the bundled dataset are hidden; no network, no other processes",
+    "none": "candidates see and can write the host's files wherever this user can (the run's outputs, the caches "
+    "and this package's own files, which later runs use, included), reach the network and signal the harness; the "
+    "caches' keys are thrown away when the run ends",
+}
+
+
+def closed_refusal(why_not: dict[str, str]) -> str:
+    """Why `auto` refuses to run candidates here, and the three ways on."""
+    why = "; ".join(f"{problem}" for problem in why_not.values()) or "no level was tried"
+    return (
+        f"no sandbox level with file-system isolation works here ({why}): install bubblewrap (apt-get install "
+        "bubblewrap), or use --sandbox docker, or accept the exposure explicitly with --sandbox unshare (the host's "
+        "file system) or --sandbox process (also the network and the harness's processes)"
+    )
+
+
+def weaker_warning(level: str, why_not: dict[str, str]) -> str | None:
+    """What `auto` says when it could not get file-system isolation, or None when it did."""
+    if FS in GUARANTEES[level]:
+        return None
+    name = "process" if level == "none" else level
+    why = why_not.get("bwrap", "bwrap was not tried")
+    return f"no file-system isolation ({why}): candidates run under {name} and can write wherever this user can"
+
 
 LEVEL_NAMES = {"bwrap": "bwrap", "unshare": "unshare", "none": "process"}
 

@@ -9,7 +9,8 @@ strongest to weakest:
   RestrictedPython, pytest), wherever they live, /tmp included; a read-only root; a private
   size-capped tmpfs as work dir and /tmp, nothing else of the host (no home, no project tree) but
   the directories a caller asks for (`ro_binds`, read-only at their own paths: `fix` shows the
-  user's project this way), uid 65534 without capabilities;
+  user's project this way), uid 65534 without capabilities (under a root harness host uid 65534,
+  with no user namespace: bwrap mounts as root, then `setpriv` drops every process to it);
 - `unshare`: own network and PID namespaces with a fresh /proc; the file system is the host's;
 - `none`: rlimits only; the child shares the file system, network and process table of the harness.
 
@@ -28,6 +29,7 @@ import copy
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 # PACKAGE_DIR: humanevalfix/, hidden in the jail (hidden_package_dirs)
-from humanevalfix.sandbox.cover import PACKAGE_DIR, closed_ancestors, covered, unshare_argv
+from humanevalfix.sandbox.cover import PACKAGE_DIR, closed_ancestors, covered, dropped, unshare_argv
 
 # The code a jailed interpreter runs: sandbox/child/, standard library only (a test checks).
 CHILD_DIR = Path(__file__).resolve().parent / "child"
@@ -56,11 +58,9 @@ RUNNER_FILES = (
     "restricted.py",
 )
 JAIL_SRC = "/hefix"  # where those files appear inside bwrap
-# The private tmpfs that is the candidate's cwd inside bwrap. Not /work: a user's project bound
-# read-only at its own path may well live there (a container's WORKDIR).
-JAIL_WORK = "/hefix-work"
+JAIL_WORK = "/hefix-work"  # the candidate's cwd, a tmpfs; not /work, where a user's project may live
 JAIL_SOCK = "/hefix-sock"  # docker: the bind-mounted folder holding the harness's socket
-SANDBOX_UID = 65534  # "nobody" inside the sandbox's user namespace
+SANDBOX_UID = 65534  # "nobody": the host uid of a root harness's jail, or the uid inside bwrap's user namespace
 PROBE_TIMEOUT_S = 20.0
 # What the jailed interpreter imports beyond the standard library: the scoring prelude's numpy,
 # the restricted mode's RestrictedPython, and pytest for `fix`. Their site directories are bound
@@ -130,12 +130,16 @@ class Jail:
 
     @property
     def candidate_uid(self) -> int | None:
-        """The host uid the unshare jail's processes run as when the harness is root (SANDBOX_UID:
-        they own nothing of the host's); None where they are the harness's own user (bwrap maps
-        its 65534 inside a user namespace of its own). Not with `ro_binds` (`fix`): a project's
-        files are often its owner's alone, and the jail shows the host's, not copies."""
-        dropped = self.level == "unshare" and os.geteuid() == 0 and not self.ro_binds
-        return SANDBOX_UID if dropped else None
+        """The host uid the jail's processes run as when the harness is root (SANDBOX_UID: they own
+        nothing of the host's, not even the fork server's /proc files), dropped to by `setpriv`
+        after unshare's cover or bwrap's mounts, in no user namespace (in one of their own they
+        would be host uid 0 to every file). None where they are the harness's own user (bwrap maps
+        it to 65534 in a user namespace of its own). Not with `ro_binds` (`fix`): a project's files
+        are often its owner's alone, and the jail shows them as they are."""
+        dropped = self.level in ("unshare", "bwrap") and os.geteuid() == 0 and not self.ro_binds
+        # An interpreter in a folder closed to others (a `mktemp -d` venv): bwrap's own user namespace.
+        shown = (*self.python_roots, str(CHILD_DIR)) if self.level == "bwrap" else ()
+        return SANDBOX_UID if dropped and all(_open_to_others(p) for p in shown) else None
 
     def needed_paths(self) -> list[str]:
         """What the jailed interpreter must reach on the host: itself, its prefixes and site dirs, the
@@ -163,7 +167,8 @@ class Jail:
         init of its PID namespace, so nothing inside can signal it and every orphan becomes its child
         (the fork server wants this)."""
         if self.level == "bwrap":
-            return bwrap_argv(self, as_pid_1) + ["--", *argv]
+            uid = self.candidate_uid
+            return bwrap_argv(self, as_pid_1) + ["--", *(dropped(argv, uid) if uid is not None else argv)]
         if self.level == "unshare":
             uid = self.candidate_uid
             opened = closed_ancestors(self.needed_paths()) if uid is not None else ()
@@ -309,6 +314,9 @@ def mount_args(jail: Jail) -> list[str]:
     paths the later entry wins: a bind over /tmp itself shows the host's, read-only).
     """
     size = str(jail.work_bytes)
+    # A root harness's jail drops to SANDBOX_UID after bwrap (as root) made these: every user's to
+    # write, as /tmp is (only the jail's own processes see them).
+    shared = ["--perms", "1777"] if jail.candidate_uid is not None else []
     mounts = _system_mounts() + [
         ("/proc", ["--proc", "/proc"]),
         # Read-only: to a root harness's candidate (host uid 0) some sysctls are writable machine-wide.
@@ -316,9 +324,9 @@ def mount_args(jail: Jail) -> list[str]:
         ("/dev", ["--dev", "/dev"]),
         # /dev itself is made read-only below (only the device nodes); its one writable place,
         # POSIX shared memory, is a size-capped tmpfs of its own, wiped after every run.
-        ("/dev/shm", ["--size", str(jail.shm_bytes), "--tmpfs", "/dev/shm"]),
-        (JAIL_WORK, ["--size", size, "--tmpfs", JAIL_WORK]),
-        ("/tmp", ["--size", size, "--tmpfs", "/tmp"]),
+        ("/dev/shm", [*shared, "--size", str(jail.shm_bytes), "--tmpfs", "/dev/shm"]),
+        (JAIL_WORK, [*shared, "--size", size, "--tmpfs", JAIL_WORK]),
+        ("/tmp", [*shared, "--size", size, "--tmpfs", "/tmp"]),
     ]
     mounts += [(root, ["--ro-bind", root, root]) for root in jail.python_roots]
     mounts += [(str(path), ["--ro-bind", str(path), str(path)]) for path in jail.ro_binds]
@@ -326,7 +334,32 @@ def mount_args(jail: Jail) -> list[str]:
         (f"{JAIL_SRC}/{name}", ["--ro-bind", str(CHILD_DIR / name), f"{JAIL_SRC}/{name}"]) for name in RUNNER_FILES
     ]
     mounts += [(d, ["--tmpfs", d, "--remount-ro", d]) for d in hidden_package_dirs(jail)]
+    binds = [where for where, args in mounts if args[0] in ("--ro-bind", "--symlink")]
+    mounts += [(d, ["--perms", "0755", "--dir", d]) for d in _passable_parents([w for w, _ in mounts], binds)]
     return [arg for _where, args in sorted(mounts, key=lambda m: _depth(m[0])) for arg in args]
+
+
+def _passable_parents(places: list[str], binds: list[str]) -> list[str]:
+    """The folders bwrap makes on the way to its mount points (`/root` for an interpreter under it),
+    made passable by any user: bwrap as root makes them 0700, which a dropped jail could not pass.
+    Not a folder inside a bind (`binds`): that one is the host's, read-only."""
+    inside = [p.rstrip("/") + "/" for p in binds]
+    out: dict[str, None] = {}
+    for place in places:
+        for parent in Path(place).parents:
+            d = str(parent)
+            if d != "/" and d not in places and not any(d.startswith(root) for root in inside):
+                out[d] = None
+    return list(out)
+
+
+def _open_to_others(path: str) -> bool:
+    """Whether a user who owns nothing can list and pass the folder, or read the file, `path`."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True  # bwrap says what is missing itself
+    return mode & (need := 0o005 if stat.S_ISDIR(mode) else 0o004) == need
 
 
 def hidden_package_dirs(jail: Jail) -> list[str]:
@@ -344,20 +377,18 @@ def hidden_package_dirs(jail: Jail) -> list[str]:
 
 
 def bwrap_argv(jail: Jail, as_pid_1: bool) -> list[str]:
-    args = [
-        "bwrap",
-        "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_UID),
-        "--hostname",
-        "sandbox",
-    ]
+    if jail.candidate_uid is None:
+        # In a user namespace of its own, as 65534 there: the harness's own user on the host.
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    else:
+        # A root harness: no user namespace (in one, 65534 would be host uid 0, owner of the root
+        # files and of its fork server's /proc files). bwrap mounts as root and keeps only what
+        # `setpriv` needs to drop the command to SANDBOX_UID with nothing (Jail.wrap).
+        args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args += [arg for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP") for arg in ("--cap-add", cap)]
+    args += ["--hostname", "sandbox"]
     if as_pid_1:
         args.append("--as-pid-1")
     # --remount-ro /: the jail's own root is a tmpfs bwrap made (for the mount points /hefix, /usr,
@@ -416,34 +447,3 @@ def best_level(python: str = sys.executable, ro_binds: tuple[Path, ...] = ()) ->
             return level, why_not
         why_not[level] = problem
     return "none", why_not
-
-
-# What a candidate can reach at a level without file-system isolation: said once when a run picks
-# one explicitly (auto refuses them: sandbox/factory.py).
-EXPOSURE = {
-    "unshare": "candidates see the host's file system and can write wherever this user can (under a root harness "
-    "`eval` runs them as uid 65534: only where any user can, such as /tmp; `fix` as root, to read the project); this "
-    "package is read-only, the run's caches and the bundled dataset are hidden; no network, no other processes",
-    "none": "candidates see and can write the host's files wherever this user can (the run's outputs, the caches "
-    "and this package's own files, which later runs use, included), reach the network and signal the harness; the "
-    "caches' keys are thrown away when the run ends",
-}
-
-
-def closed_refusal(why_not: dict[str, str]) -> str:
-    """Why `auto` refuses to run candidates here, and the three ways on."""
-    why = "; ".join(f"{problem}" for problem in why_not.values()) or "no level was tried"
-    return (
-        f"no sandbox level with file-system isolation works here ({why}): install bubblewrap (apt-get install "
-        "bubblewrap), or use --sandbox docker, or accept the exposure explicitly with --sandbox unshare (the host's "
-        "file system) or --sandbox process (also the network and the harness's processes)"
-    )
-
-
-def weaker_warning(level: str, why_not: dict[str, str]) -> str | None:
-    """What `auto` says when it could not get file-system isolation, or None when it did."""
-    if FS in GUARANTEES[level]:
-        return None
-    name = "process" if level == "none" else level
-    why = why_not.get("bwrap", "bwrap was not tried")
-    return f"no file-system isolation ({why}): candidates run under {name} and can write wherever this user can"

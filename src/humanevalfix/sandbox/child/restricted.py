@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
+import keyword
 import operator
 import types
 from collections.abc import Callable
 from typing import Any, cast
 
-from RestrictedPython import RestrictingNodeTransformer, compile_restricted_eval, compile_restricted_exec, safe_builtins
+from RestrictedPython import RestrictingNodeTransformer, safe_builtins
+from RestrictedPython.compile import syntax_error_template
 from RestrictedPython.Eval import default_guarded_getitem, default_guarded_getiter
 from RestrictedPython.Guards import (
     full_write_guard,
@@ -50,6 +53,9 @@ ALLOWED_MODULES = frozenset(
         "numpy",
         "string",
         "typing",
+        # Only as DATACLASSES below: `dataclass` checks its fields' names before it writes them
+        # into the source of the methods it makes (which run unrestricted).
+        "dataclasses",
         # Submodules that are attributes of the above and only compute.
         "collections.abc",
         "numpy.linalg",
@@ -139,6 +145,21 @@ WIDENED = (
 EVAL_SENTINEL = "hefix_restricted_eval"
 
 
+# Special methods a class of the candidate's may define, beyond RestrictedPython's own (`__init__`,
+# `__contains__`, `__eq__` and the comparisons), and `__slots__`: defining one makes a method or a
+# class attribute, and reading one as `x.__repr__` stays refused (guarded_getattr). Not the hooks
+# that change how the guards themselves see an object (`__getattr__`, `__getattribute__`,
+# `__setattr__`, `__delattr__`, descriptors, `__new__`, `__init_subclass__`, `__class_getitem__`,
+# `__del__`, `__reduce__`) nor `__module__`, which the write guard reads.
+CLASS_NAMES = frozenset(
+    (
+        "__slots__ __repr__ __str__ __hash__ __bool__ __len__ __iter__ __next__ __reversed__ __getitem__ "
+        "__setitem__ __delitem__ __call__ __index__ __int__ __float__ __abs__ __neg__ __pos__ __add__ "
+        "__radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __floordiv__ __mod__ __enter__ __exit__"
+    ).split()
+)
+
+
 class NotAllowed(Exception):
     """Something the restricted executor refuses; the message says what, for the model."""
 
@@ -153,7 +174,22 @@ def _side_effect_free(node: ast.AST) -> bool:
 
 
 class Policy(RestrictingNodeTransformer):
-    """RestrictedPython's policy, widened in two places that canonical solutions need."""
+    """RestrictedPython's policy, widened where canonical solutions and the classes of a prompt need it."""
+
+    def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
+        # A class's own special methods and `__slots__` (CLASS_NAMES), inside a class or function
+        # (indented), as RestrictedPython allows `__init__`.
+        if name in CLASS_NAMES and getattr(node, "col_offset", 0) != 0:
+            return
+        super().check_name(node, name, allow_magic_methods)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        # `weight: int = 1` (a dataclass's fields, typed code): a name, its annotation and its value
+        # visited as any other expression; an annotated attribute or item stays refused.
+        if not isinstance(node.target, ast.Name):
+            self.error(node, "annotated assignment to anything but a name is not allowed")
+            return node
+        return self.node_contents_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
         # `counts[i] += 1` (Python/69, Python/126). RestrictedPython refuses augmented assignment
@@ -208,12 +244,50 @@ def _copy(node: ast.expr) -> ast.expr:
     return ast.parse(ast.unparse(node), mode="eval").body
 
 
+def safe_dataclass(cls: Any = None, /, **options: Any) -> Any:
+    """dataclasses.dataclass for the candidate: the methods it makes are source text with each
+    field's name in it, run unrestricted, so every name must be one a class body could write
+    (an identifier, no keyword, no leading "_"), and the class a plain one (`type`'s)."""
+
+    def made(c: Any) -> Any:
+        if type(c) is not type:
+            raise NotAllowed("a dataclass of a class with a metaclass of its own")
+        names = c.__dict__.get("__annotations__", {})
+        for n in names:
+            if not (type(n) is str and n.isidentifier() and not keyword.iskeyword(n) and n[0] != "_"):
+                raise NotAllowed(f"a dataclass field named {n!r}")
+        return dataclasses.dataclass(c, **options)
+
+    return made if cls is None else made(cls)
+
+
+def _dataclasses() -> types.ModuleType:
+    """What `import dataclasses` gives the candidate: safe_dataclass and the helpers that only
+    compute (no make_dataclass, whose namespace argument reaches a class's dict)."""
+    module = types.ModuleType("dataclasses")
+    for name in ("field", "fields", "asdict", "astuple", "replace", "is_dataclass", "FrozenInstanceError", "MISSING"):
+        setattr(module, name, getattr(dataclasses, name))
+    module.dataclass = safe_dataclass  # type: ignore[attr-defined]  # a module made here
+    return module
+
+
+DATACLASSES = _dataclasses()
+
+
 def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     if level != 0:
         raise NotAllowed("relative imports")
     if name not in ALLOWED_MODULES:
         allowed = ", ".join(sorted(m for m in ALLOWED_MODULES if "." not in m))
         raise NotAllowed(f"import of module '{name}' (allowed: {allowed})")
+    if name == "dataclasses":
+        module = DATACLASSES
+        for item in fromlist or ():
+            if item != "*" and not hasattr(module, item):
+                raise NotAllowed(
+                    f"dataclasses.{item} (allowed: {', '.join(sorted(n for n in vars(module) if n[0] != '_'))})"
+                )
+        return module
     module = builtins.__import__(name, globals, locals, fromlist, level)
     for item in fromlist or ():
         if item != "*":
@@ -320,10 +394,10 @@ def candidate_globals(prelude: dict[str, Any], name: str) -> dict[str, Any]:
             raise NotAllowed("eval with a namespace argument")
         if not isinstance(source, str):
             raise NotAllowed("eval of anything but a string")
-        result = compile_restricted_eval(source, filename="<eval>", policy=Policy)
-        if result.errors or result.code is None:
-            raise NotAllowed(f"in eval: {(list(result.errors) or ['cannot compile'])[0]}")
-        return eval(result.code, g)
+        code, errors = restricted_compile(source, "<eval>", "eval")
+        if errors or code is None:
+            raise NotAllowed(f"in eval: {(errors or ['cannot compile'])[0]}")
+        return eval(code, g)
 
     table["eval"] = restricted_eval
     g.update(
@@ -345,14 +419,30 @@ def candidate_globals(prelude: dict[str, Any], name: str) -> dict[str, Any]:
     return g
 
 
+def restricted_compile(source: str, filename: str, mode: str) -> tuple[types.CodeType | None, list[str]]:
+    """RestrictedPython's compile with the candidate's own future flags: its compile_restricted_*
+    drop `dont_inherit` and so give every candidate their module's `from __future__ import
+    annotations` (annotations as strings, which no other level gives it, and which a dataclass
+    cannot read). The code, or RestrictedPython's complaints in its own words."""
+    errors: list[str] = []
+    try:
+        tree = ast.parse(source, filename, mode)
+    except SyntaxError as v:
+        text = v.text.strip() if v.text else None
+        errors.append(syntax_error_template.format(lineno=v.lineno, type=type(v).__name__, msg=v.msg, statement=text))
+        return None, errors
+    Policy(errors, [], {}).visit(tree)
+    return (None if errors else compile(cast(ast.Module, tree), filename, mode, 0, True)), errors
+
+
 def compile_candidate(source: str, filename: str) -> types.CodeType:
     """Compile restricted; raises NotAllowed with RestrictedPython's first complaint."""
-    result = compile_restricted_exec(source, filename=filename, policy=Policy)
-    if result.errors or result.code is None:
-        errors = list(result.errors) or ["the code could not be compiled"]
+    code, errors = restricted_compile(source, filename, "exec")
+    if errors or code is None:
+        errors = errors or ["the code could not be compiled"]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise NotAllowed(f"{errors[0]}{more}")
-    return result.code
+    return code
 
 
 def refused_builtin(name: str) -> bool:

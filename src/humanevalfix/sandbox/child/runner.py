@@ -33,10 +33,13 @@ assertions.py, restricted.py.
 from __future__ import annotations
 
 import base64
+import ctypes
 import importlib.util
 import json
 import os
+import platform
 import socket
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -167,7 +170,32 @@ def run_once() -> None:
     os._exit(0)
 
 
+# The kernel's keyrings are the uid's (in a user namespace, that namespace's): a key one run leaves,
+# the next run of the same uid finds, and a candidate can take every permission on it away, its
+# owner's too. A root harness's jails are host uid 65534 with no user namespace of their own, so
+# every process of the sandbox is refused the keyring syscalls (EPERM, as docker's seccomp profile
+# does) by a seccomp filter that refuses every syscall of another ABI (i386, x32) as well: Python
+# makes none. (audit arch, add_key, request_key, keyctl) per machine.
+KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+
+
+def deny_keyrings() -> bool:
+    """Install the filter for this process and every process it starts; False where this
+    machine's ABI is not in KEY_SYSCALLS or the kernel refuses."""
+    arch, nrs = KEY_SYSCALLS.get(platform.machine(), (0, ()))
+    if not nrs or procs.LIBC.prctl(procs.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    rows = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny), (ld, 0, 0, 0), (jge, len(nrs) + 1, 0, 0x40000000)]
+    rows += [(jeq, len(nrs) - i, 0, nr) for i, nr in enumerate(nrs)] + [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    program = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *row) for row in rows))
+    fprog = struct.pack("HxxxxxxP", len(rows), ctypes.addressof(program))  # struct sock_fprog
+    return procs.LIBC.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
+
 def main() -> None:
+    deny_keyrings()
     if len(sys.argv) >= 4 and sys.argv[1] in ("--serve", "--serve-at"):
         server = load_helper("server")
         fd = int(sys.argv[2]) if sys.argv[1] == "--serve" else server.connect(sys.argv[2])

@@ -337,7 +337,8 @@ def serve(sock_fd: int, base: str, private: bool, runner: ModuleType) -> None:
     while True:
         count += 1
         workdir = os.path.join(base, f"run-{count}")
-        os.chmod(base, 0o700)
+        if os.stat(base).st_uid == os.getuid():  # else a root harness's bwrap made it (1777): no candidate's to change
+            os.chmod(base, 0o700)
         os.mkdir(workdir, 0o700)
         judge_end, candidate_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         asked = zygote.ask_fork(env, candidate_end.fileno())
