@@ -22,6 +22,15 @@ import minimal_fix  # noqa: E402
 RUN = ROOT / "results" / "local-0.5b_tests_repair_rewrite-now_fresh.json"
 
 
+def run_of(tmp_path: Path, task_ids: tuple[str, ...]) -> Path:
+    """The committed run with only these tasks: its rewrite passes Python/12 and 14, which hold on
+    pass@1+, and Python/83, which does not (the run's one answer to every input is None)."""
+    document = json.loads(RUN.read_text(encoding="utf-8"))
+    small = tmp_path / RUN.name
+    small.write_text(json.dumps({**document, "tasks": [t for t in document["tasks"] if t["task_id"] in task_ids]}))
+    return small
+
+
 def test_it_takes_the_rewrite_passes_of_a_run() -> None:
     from humanevalfix.reports.runs import load_run
 
@@ -39,7 +48,7 @@ def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Python/11 answered with its canonical solution, Python/12 with its buggy code, Python/14 with prose."""
+    """Python/83 answered with its canonical solution, Python/12 with its buggy code, Python/14 with prose."""
     prompts: list[str] = []
 
     def handle(request: Recorded) -> Response:
@@ -47,10 +56,10 @@ def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
         prompts.append(prompt)
         task = next(
             all_tasks[t]
-            for t in ("Python/11", "Python/12", "Python/14")
+            for t in ("Python/83", "Python/12", "Python/14")
             if f"def {all_tasks[t].entry_point}(" in prompt
         )
-        if task.task_id == "Python/11":
+        if task.task_id == "Python/83":
             return fenced(task.canonical_code or "")
         if task.task_id == "Python/12":
             return fenced(task.buggy_code)
@@ -60,21 +69,22 @@ def test_small_fixes_are_scored_on_the_tests_then_pass_at_1_plus(
     with ScriptedServer(handle) as server:
         monkeypatch.setattr(minimal_fix, "load_presets", lambda: {"scripted": scripted_preset(server.base_url)})
         code = minimal_fix.main(
-            [str(RUN), "--model", "scripted", "--dataset-path", str(dataset_path), "--limit", "3", "--out", str(out)]
+            [str(run_of(tmp_path, ("Python/12", "Python/14", "Python/83"))), "--model", "scripted"]
+            + ["--dataset-path", str(dataset_path), "--limit", "3", "--out", str(out)]
         )
     assert code == 0
     assert len(prompts) == 3 and all("smallest change" in p for p in prompts)
     data = json.loads(out.read_text())
     rows = {r["task_id"]: r for r in data["rows"]}
-    assert (rows["Python/11"]["minimal_passed"], rows["Python/11"]["minimal_plus"]) == (True, True)
+    assert (rows["Python/83"]["minimal_passed"], rows["Python/83"]["minimal_plus"]) == (True, True)
     assert (
         rows["Python/12"]["minimal_passed"],
         rows["Python/12"]["minimal_plus"],
         rows["Python/12"]["minimal_is_buggy"],
     ) == (False, None, True)
     assert (rows["Python/14"]["minimal_passed"], rows["Python/14"]["minimal_code"]) == (False, None)
-    # The run's own verdicts for these three rewrites: Python/11 fails pass@1+, 12 and 14 hold.
-    assert [rows[t]["rewrite_plus"] for t in ("Python/11", "Python/12", "Python/14")] == [False, True, True]
+    # The run's own verdicts for these three rewrites: Python/83 fails pass@1+, 12 and 14 hold.
+    assert [rows[t]["rewrite_plus"] for t in ("Python/83", "Python/12", "Python/14")] == [False, True, True]
     assert data["totals"] == {
         "rewrite_passes": 3,
         "rewrite_plus": 2,

@@ -24,6 +24,14 @@ import rewrite_draws  # noqa: E402
 RUN = ROOT / "results" / "local-0.5b_tests_repair_rewrite-now_fresh.json"
 
 
+def run_of(tmp_path: Path, task_ids: tuple[str, ...]) -> Path:
+    """The committed run with only these tasks (Python/83's rewrite fails pass@1+, 12's holds)."""
+    document = json.loads(RUN.read_text(encoding="utf-8"))
+    small = tmp_path / RUN.name
+    small.write_text(json.dumps({**document, "tasks": [t for t in document["tasks"] if t["task_id"] in task_ids]}))
+    return small
+
+
 @pytest.mark.e2e
 def test_draws_are_scored_and_grouped_by_their_answers(
     tmp_path: Path,
@@ -32,10 +40,10 @@ def test_draws_are_scored_and_grouped_by_their_answers(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Python/11 (its run's rewrite fails pass@1+): drawn as the canonical, the buggy code and
+    """Python/83 (its run's rewrite fails pass@1+): drawn as the canonical, the buggy code and
     prose; Python/12 (its rewrite holds): drawn as the canonical three times."""
     requests: list[Recorded] = []
-    by_task = {t: all_tasks[t] for t in ("Python/11", "Python/12")}
+    by_task = {t: all_tasks[t] for t in ("Python/12", "Python/83")}
 
     def handle(request: Recorded) -> Response:
         requests.append(request)
@@ -54,7 +62,8 @@ def test_draws_are_scored_and_grouped_by_their_answers(
     with ScriptedServer(handle) as server:
         monkeypatch.setattr(minimal_fix, "load_presets", lambda: {"scripted": scripted_preset(server.base_url)})
         code = rewrite_draws.main(
-            [str(RUN), "--model", "scripted", "--dataset-path", str(dataset_path), "--limit", "2", "--out", str(out)]
+            [str(run_of(tmp_path, ("Python/12", "Python/83"))), "--model", "scripted"]
+            + ["--dataset-path", str(dataset_path), "--limit", "2", "--out", str(out)]
         )
     assert code == 0
     # Rewrite's opening (the system prompt from the tests, no buggy body), sampled, one seed per draw.
@@ -71,17 +80,17 @@ def test_draws_are_scored_and_grouped_by_their_answers(
     )  # --protocol tests: none shown
     data = json.loads(out.read_text())
     rows = {r["task_id"]: r for r in data["rows"]}
-    run11, canonical11, buggy11, prose11 = rows["Python/11"]["draws"]
-    assert (run11["name"], run11["passed"], run11["plus"]) == ("run", True, False)
-    assert (canonical11["passed"], canonical11["plus"]) == (True, True)
-    assert (buggy11["passed"], buggy11["plus"], buggy11["group"]) == (False, None, None)
-    assert (prose11["code"], prose11["passed"]) == (None, False)
-    assert run11["group"] != canonical11["group"]  # they answer differently on pass@1+'s inputs
-    assert rows["Python/11"]["inputs"] > 0
+    run83, canonical83, buggy83, prose83 = rows["Python/83"]["draws"]
+    assert (run83["name"], run83["passed"], run83["plus"]) == ("run", True, False)
+    assert (canonical83["passed"], canonical83["plus"]) == (True, True)
+    assert (buggy83["passed"], buggy83["plus"], buggy83["group"]) == (False, None, None)
+    assert (prose83["code"], prose83["passed"]) == (None, False)
+    assert run83["group"] != canonical83["group"]  # they answer differently on pass@1+'s inputs
+    assert rows["Python/83"]["inputs"] > 0
     # Python/12: the run's holding rewrite and three canonical draws answer alike: one group.
     assert {d["group"] for d in rows["Python/12"]["draws"]} == {0}
     assert all(d["plus"] is True for d in rows["Python/12"]["draws"])
-    # Python/11: two groups of one, the tie goes to the run's own (which fails): a pick by agreement
+    # Python/83: two groups of one, the tie goes to the run's own (which fails): a pick by agreement
     # would not hold there, a perfect pick would.
     assert data["totals"] == {
         "tasks": 2,

@@ -85,6 +85,8 @@ DESCRIPTIONS = {
     "cwd, /tmp and /dev/shm, uid 65534 without capabilities) + rlimits",
     "unshare": "unshare (no network, own PID namespace and /proc; host file system, this package read-only and its "
     "dataset and the caches hidden: a candidate can write the run's own output files) + rlimits, no capabilities",
+    "bwrap-root": "bwrap (no network, own PID namespace and /proc, read-only system and /dev, private size-capped "
+    "tmpfs cwd, /tmp and /dev/shm, host uid 65534 without capabilities, no user namespace) + rlimits",
     # Under a root harness (Jail.candidate_uid): what a candidate can write is any user's.
     "unshare-root": "unshare (no network, own PID namespace, /proc and /dev/shm; host file system seen as uid 65534 "
     "without capabilities, which writes only where any user can; this package read-only and its dataset and the "
@@ -130,12 +132,11 @@ class Jail:
 
     @property
     def candidate_uid(self) -> int | None:
-        """The host uid the jail's processes run as when the harness is root (SANDBOX_UID: they own
-        nothing of the host's, not even the fork server's /proc files), dropped to by `setpriv`
-        after unshare's cover or bwrap's mounts, in no user namespace (in one of their own they
-        would be host uid 0 to every file). None where they are the harness's own user (bwrap maps
-        it to 65534 in a user namespace of its own). Not with `ro_binds` (`fix`): a project's files
-        are often its owner's alone, and the jail shows them as they are."""
+        """The host uid the jail's processes run as under a root harness (SANDBOX_UID: owner of
+        nothing, not even the fork server's /proc files), dropped to by `setpriv` after unshare's
+        cover or bwrap's mounts, in no user namespace (in one, they would be host uid 0). None:
+        the harness's own user (bwrap: 65534 in a user namespace of its own). Not with `ro_binds`
+        (`fix`): a project's files are often its owner's alone, shown as they are."""
         dropped = self.level in ("unshare", "bwrap") and os.geteuid() == 0 and not self.ro_binds
         # An interpreter in a folder closed to others (a `mktemp -d` venv): bwrap's own user namespace.
         shown = (*self.python_roots, str(CHILD_DIR)) if self.level == "bwrap" else ()
@@ -153,7 +154,7 @@ class Jail:
         if self.level in ("bwrap", "docker") and self.ro_binds:
             shown = ", ".join(str(p) for p in self.ro_binds)
             return DESCRIPTIONS[self.level].replace(") + rlimits", f"; read-only at the same path: {shown}) + rlimits")
-        return DESCRIPTIONS["unshare-root" if self.candidate_uid is not None else self.level]
+        return DESCRIPTIONS[self.level + "-root" if self.candidate_uid is not None else self.level]
 
     @property
     def runner(self) -> str:
