@@ -36,6 +36,7 @@ import json
 import os
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -186,6 +187,19 @@ def summarize(rows: list[Row]) -> dict[str, Any]:
         "diffs_apply": sum(bool(r.applies) for r in rows),
         "diffs_with_extras": [f"{r.task_id}: {r.extras}" for r in rows if r.extras],
         "right_function": sum(bool(r.right_function) for r in rows),
+        **_sizes(rows),
+    }
+
+
+def _sizes(rows: list[Row]) -> dict[str, Any]:
+    """Issue 53: the median lines a fix changes, against the dataset's own buggy -> canonical change
+    on the same tasks (the fixes that passed the independent score)."""
+    sized = [r for r in rows if r.fix_passed and r.changed_lines is not None and r.dataset_lines is not None]
+    if not sized:
+        return {"changed_lines_median": None, "dataset_lines_median": None}
+    return {
+        "changed_lines_median": statistics.median(r.changed_lines or 0 for r in sized),
+        "dataset_lines_median": statistics.median(r.dataset_lines or 0 for r in sized),
     }
 
 
@@ -206,6 +220,11 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
         "than the fix"
         + (f"; {s['right_function']} change only the helper's function" if settings.get("set") == "helper" else "")
     )
+    if s.get("changed_lines_median") is not None:
+        print(
+            f"  lines changed per fix (median): {s['changed_lines_median']}, against the dataset's own change on "
+            f"the same tasks: {s['dataset_lines_median']}"
+        )
     for extra in s["diffs_with_extras"]:
         print(f"    {extra}")
     if s["verdict_disagrees"]:

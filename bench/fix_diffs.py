@@ -4,6 +4,7 @@ every diff it records (both task sets)."""
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import subprocess
 import tempfile
@@ -85,3 +86,16 @@ def quality(diff: str, before: dict[str, str]) -> tuple[bool | None, str]:
     if after is None:
         return False, "does not apply"
     return True, "; ".join(diff_extras(diff, before, after))
+
+
+def changed_lines(diff: str) -> int:
+    """The lines a unified diff removes or adds, every file together (issue 53's size of a fix)."""
+    return sum(len(lines) for lines in _changed(diff).values())
+
+
+def dataset_changed_lines(buggy: str, canonical: str) -> int:
+    """The same count for the dataset's own change, buggy to canonical: what a fix needs at least,
+    or near it (a fix may be right another way)."""
+    diff = "\n".join(difflib.unified_diff(buggy.split("\n"), canonical.split("\n"), "a/x", "b/x", lineterm=""))
+    return changed_lines(diff)
+

@@ -172,6 +172,8 @@ class Row:
     right_function: bool | None = None  # --set helper: the diff changes only the entry point in tasklib/core.py
     applies: bool | None = None  # the diff (when fixed) applies with `git apply --check` to the files as they were
     extras: str = ""  # what the diff holds besides the fix (fix_diffs.diff_extras), "; "-joined
+    changed_lines: int | None = None  # lines the diff removes or adds (when fixed)
+    dataset_lines: int | None = None  # the same for the dataset's buggy -> canonical change
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Row:
@@ -276,7 +278,7 @@ def fix_task(
     patched = project.module.read_text(encoding="utf-8")
     passed, reference = scorer.passes(patched, task)
     turns, attempts = trace_counts(trace)
-    from fix_diffs import quality  # bench/, beside this module (it imports nothing of this one)
+    from fix_diffs import changed_lines, dataset_changed_lines, quality  # bench/, beside this module
 
     diff = out if code == 0 else ""
     ok, extras = quality(diff, {project.module.name: task.buggy_code})
@@ -294,4 +296,6 @@ def fix_task(
         note="" if code in (0, 1) else err[-STDERR_TAIL:],
         applies=ok,
         extras=extras,
+        changed_lines=changed_lines(diff) if diff else None,
+        dataset_lines=dataset_changed_lines(task.buggy_code, task.canonical_code or "") if diff else None,
     )
