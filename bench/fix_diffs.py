@@ -98,4 +98,3 @@ def dataset_changed_lines(buggy: str, canonical: str) -> int:
     or near it (a fix may be right another way)."""
     diff = "\n".join(difflib.unified_diff(buggy.split("\n"), canonical.split("\n"), "a/x", "b/x", lineterm=""))
     return changed_lines(diff)
-

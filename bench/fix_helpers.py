@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fix_diffs import quality, touched  # bench/, beside this module
+from fix_diffs import changed_lines, dataset_changed_lines, quality, touched  # bench/, beside this module
 from fix_tasks import Children, Row, Scorer, child_env, test_file_source, trace_counts
 
 from humanevalfix.evaluation.dataset import Task
@@ -185,4 +185,6 @@ def helper_task(
         right_function=right_function(diff, task, before[f"{PACKAGE}/core.py"], core) if diff else None,
         applies=ok,
         extras=extras,
+        changed_lines=changed_lines(diff) if diff else None,
+        dataset_lines=dataset_changed_lines(task.buggy_code, task.canonical_code or "") if diff else None,
     )
