@@ -59,6 +59,19 @@ from humanevalfix.sandbox.jail import (
     python_roots,
 )
 
+# A root harness's jail, dropped to uid 65534 with no groups, capabilities or way to gain any: the
+# command line both levels (unshare after its cover, bwrap after its mounts) run their command under.
+DROPPED = [
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+]
+
 # ---------------------------------------------------------------- jail.py
 
 
@@ -142,21 +155,7 @@ def test_a_root_harness_runs_unshare_candidates_as_uid_65534(monkeypatch: pytest
     argv = ["python", "-I", "-c", "print(1)"]
     wrapped = j.wrap(argv, as_pid_1=True)
     assert wrapped[: len(unshare_argv(False)) + 1] == [*unshare_argv(False), "--"] and "--user" not in wrapped
-    assert (
-        wrapped[-len(argv) - 9 :]
-        == [
-            "--",
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--no-new-privs",
-            "--",
-            *argv,
-        ][-len(argv) - 9 :]
-    )
+    assert wrapped[-len(argv) - 9 :] == ["--", *DROPPED, *argv][-len(argv) - 9 :]
     steps = wrapped[len(unshare_argv(False)) + 5 :]
     opened = [s for s in steps if s.startswith(("open:", "x:"))]
     assert steps[0] == "shm" and opened[0].startswith("open:") and opened[-1] in (f"open:{home}", f"x:{home}")
@@ -184,19 +183,7 @@ def test_a_root_harness_runs_bwrap_candidates_as_host_uid_65534(monkeypatch: pyt
     assert {"--unshare-pid", "--unshare-net", "--unshare-ipc"} <= set(head)
     added = [head[i + 1] for i, a in enumerate(head) if a == "--cap-add"]
     assert sorted(added) == ["CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID"] and head[head.index("--cap-drop") + 1] == "ALL"
-    assert command == [
-        "setpriv",
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--no-new-privs",
-        "--",
-        "python3",
-        "-c",
-        "1",
-    ]
+    assert command == [*DROPPED, "python3", "-c", "1"]
     dirs = [head[i + 3] for i, a in enumerate(head) if head[i : i + 3] == ["--perms", "0755", "--dir"]]
     assert {"/root", "/root/.pyenv", "/root/.pyenv/versions", JAIL_SRC, "/etc"} <= set(dirs)
     assert dirs.index("/root") < dirs.index("/root/.pyenv") < dirs.index("/root/.pyenv/versions")

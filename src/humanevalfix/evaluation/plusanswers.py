@@ -79,6 +79,19 @@ __NEAR__
             _n[1] = 1 << 62  # once: the canonical may catch it; the count decides
             raise _Over()
         return _tr
+    def _traced(args, left):
+        # The canonical on `args` under the step count, the call's CPU time and the run's `left`
+        # seconds: each answer's call and its tie partner's (the tracer counts the call's frames).
+        _n[0], _n[1], _rang[1] = 0, _st["per_call"], False
+        _signal.setitimer(_signal.ITIMER_REAL, max(left, 0.01))
+        _signal.setitimer(_signal.ITIMER_PROF, __CPU_S__)
+        _sys.settrace(_tr)
+        try:
+            return _canonical(*args)
+        finally:
+            _sys.settrace(None)
+            _signal.setitimer(_signal.ITIMER_PROF, 0)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
     _inputs = __INPUTS__
     _partners = __PARTNERS__  # each input's lists reversed, where order must not matter (plusties)
     for _i in range(__START__, len(_inputs)):
@@ -97,18 +110,10 @@ __NEAR__
         except BaseException:
             _drops["literal"] = _drops.get("literal", 0) + 1
             continue
-        _n[0], _n[1], _rang[0], _rang[1] = 0, _st["per_call"], False, False
+        _rang[0] = False
         _saved = (_st["all"], _st["slow"], _st["per_call"])
-        _signal.setitimer(_signal.ITIMER_REAL, max(_left, 0.01))
-        _signal.setitimer(_signal.ITIMER_PROF, __CPU_S__)
         try:
-            _sys.settrace(_tr)
-            try:
-                _raw = _canonical(*_copied)
-            finally:
-                _sys.settrace(None)
-                _signal.setitimer(_signal.ITIMER_PROF, 0)
-                _signal.setitimer(_signal.ITIMER_REAL, 0)
+            _raw = _traced(_copied, _left)
         except BaseException:
             _why = "raised"
         _long = _n[0] > _st["per_call"] or _rang[1]
@@ -146,19 +151,8 @@ min(1.0, max(2 * __PER_CALL__, __FACTOR__ * _steps * __STEP_S__))]
                 _why = "answer"
         if _why is None and not _prop and _partners and _partners[_i] is not None:
             # The same question with the lists reversed: another answer is a tie (plusties.py).
-            _two = None
-            _n[0], _n[1], _rang[1] = 0, _st["per_call"], False
-            _signal.setitimer(_signal.ITIMER_REAL, max(__CHUNK_S__ - (_time.monotonic() - _start), 0.01))
-            _signal.setitimer(_signal.ITIMER_PROF, __CPU_S__)
             try:
-                _sys.settrace(_tr)
-                try:
-                    _two = _canonical(*_ast.literal_eval(_partners[_i]))
-                finally:
-                    _sys.settrace(None)
-                    _signal.setitimer(_signal.ITIMER_PROF, 0)
-                    _signal.setitimer(_signal.ITIMER_REAL, 0)
-                _two = _plain(_two)
+                _two = _plain(_traced(_ast.literal_eval(_partners[_i]), __CHUNK_S__ - (_time.monotonic() - _start)))
             except BaseException:
                 _two = None
             if _rang[0]:  # this run's time ran out: the input again in the next run, counted once

@@ -222,13 +222,14 @@ def compute(
     where a run's time ends first (each goes on from the input the one before stopped at, with
     its counts, so where a run stops changes nothing). `run_s`: a run's time where the executor
     takes one (takes_timeout); otherwise the candidates' own (its limits)."""
-    seeds = plusties.seed_inputs(plusgen.task_seeds(task))
+    seeds = plusgen.task_seeds(task)
+    both_ways = plusties.seed_inputs(seeds)
     partners = None
-    if len(seeds) >= 2 * plusties.MIN_SEEDS:
-        asked = _answers(task, seeds, executor, budget_steps, run_s, None)
+    if len(both_ways) >= 2 * plusties.MIN_SEEDS:
+        asked = _answers(task, both_ways, executor, budget_steps, run_s, None)
         if isinstance(asked, str):
             return Cases.of((), problem=asked)
-        if plusties.order_free(plusgen.task_seeds(task), {row[0]: row[1] for row in asked[0]}):
+        if plusties.order_free(seeds, {row[0]: row[1] for row in asked[0]}):
             partners = plusties.partners(inputs)
     got = _answers(task, inputs, executor, budget_steps, run_s, partners)
     if isinstance(got, str):
