@@ -11,6 +11,7 @@ and tracing the baseline, the user's files in a git repository in a temp dir.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -165,10 +166,95 @@ def test_a_suspect_without_progress_gives_its_turns_on_and_a_workaround_is_repor
     ]
     assert lines[-1].endswith(" after 2 turns")
     assert out.startswith("--- a/geometry/shapes.py\n")
+    # The helper was tried once more, shown the workaround, and its two turns did not pass: the
+    # workaround stays the fix, said as such.
+    assert (
+        "the fix works around a wrong value made in clamp in geometry/helpers.py (the workaround's cause): 2 more "
+        "turns in its scope, shown that fix"
+    ) in err
+    assert "instead: the workaround is left out" not in err
     assert (
         "note: the fix changes `opacity_percent`, but the failing tests' values show the wrong value made in `clamp` "
         "(geometry/helpers.py: `clamp(2.0, 0, 1) returned 0`): this works around it"
     ) in err
+
+
+@pytest.mark.e2e
+def test_a_workaround_is_not_taken_while_the_helper_can_still_be_fixed(
+    geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As above, but shown the caller's passing workaround, the helper's scope fixes the helper:
+    that is the diff, the workaround is left out and no note is said."""
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(geometry)
+    (geometry / "tests" / "test_shapes.py").write_text(
+        "from geometry.shapes import opacity_percent\n\n\ndef test_opacity_percent():\n"
+        "    assert opacity_percent(2.0) == 100\n",
+        encoding="utf-8",
+    )
+    clamp = HELPERS.split("\n\n\n")[1]
+    same = [fenced(clamp.replace("return value", f"return value{tail}")) for tail in (" * 1", " + 0")]
+    trace = tmp_path / "trace.json"
+    with ScriptedServer(
+        [*same, fenced("def opacity_percent(x):\n    return round(min(max(x, 0), 1) * 100)\n"), fenced(ONE_LINE)]
+    ) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py", "--trace", str(trace))
+        requests = server.chat_requests()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "fixed in `clamp` instead: the workaround is left out" in err and "note:" not in err
+    assert out.startswith("--- a/geometry/helpers.py\n") and "+        return high\n" in out
+    assert "shapes.py" not in out
+    cause = requests[3].body["messages"][1]["content"]
+    assert cause.startswith("Fix the bug in `clamp`.")
+    assert (
+        "The tests pass when `opacity_percent` is changed as below, so that it no longer passes on what `clamp` "
+        "returns:\n```python\ndef opacity_percent(x):\n"
+    ) in cause
+    assert (
+        "    return round(min(max(x, 0), 1) * 100)\n```\nThat only works around the bug: `clamp` still makes the "
+        "wrong value (`clamp(2.0, 0, 1) returned 0`, in geometry/helpers.py) for every caller. Fix `clamp` instead"
+    ) in cause
+    # The trace keeps every turn, each with its scope; the fix is the last one's.
+    recorded = json.loads(trace.read_text(encoding="utf-8"))
+    assert [a["scope"] for a in recorded["attempts"]] == [
+        "clamp",
+        "clamp",
+        "geometry/shapes.py: opacity_percent",
+        "clamp",
+    ]
+    assert [a["outcome"] for a in recorded["attempts"]] == ["failed", "failed", "passed", "passed"]
+
+
+@pytest.mark.e2e
+def test_a_first_reply_that_repeats_the_original_is_drawn_again_in_the_same_turn(
+    geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--redraws (default 1): the scope's first reply, the helper unchanged, is drawn again, sampled,
+    and the turn is not spent on it; `--redraws 0` spends it."""
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(geometry)
+    unchanged = fenced(HELPERS.split("\n\n\n")[1])
+    with ScriptedServer([unchanged, fenced(ONE_LINE)]) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py")
+        requests = server.chat_requests()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert [r.body["temperature"] for r in requests] == [0, 0.8]
+    assert requests[0].body["messages"] == requests[1].body["messages"]
+    assert (
+        "turn 1: asking scripted-model (temperature 0)\n  nothing new in the reply: drawn again (temperature 0.8)\n"
+        in err
+    )
+    assert "turn 2" not in err and "+        return high\n" in out
+
+    with ScriptedServer([unchanged, fenced(ONE_LINE)]) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py", "--redraws", "0")
+        requests = server.chat_requests()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert [r.body["temperature"] for r in requests] == [0, 0]  # the next strategy's first turn
+    assert "  the original code, unchanged: not run\nturn 2: asking" in err
 
 
 @pytest.mark.e2e

@@ -113,7 +113,7 @@ def test_the_whole_file_is_repaired_as_a_module_never_as_a_function_and_pasted_t
     (project / "test_stats.py").write_text(INDIRECT_TESTS, encoding="utf-8")
     replies = [fenced(STATS), fenced(STATS), text("The code looks right to me."), fenced(FIX_WITH_PASTED_TESTS)]
     with ScriptedServer(replies) as server:
-        code = run_fix(project, server)
+        code = run_fix(project, server, "--redraws", "0")  # each stuck turn escalates
         requests = server.chat_requests()
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -146,7 +146,7 @@ def test_one_function_is_named_with_its_signature_and_rewritten_from_its_docstri
     pasted = MEAN_FIXED + "\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n"
     replies = [fenced(MEAN_BUGGY), fenced(MEAN_BUGGY), fenced(MEAN_BUGGY), fenced(pasted)]
     with ScriptedServer(replies) as server:
-        code = run_fix(project, server, "--function", "mean", "--write")
+        code = run_fix(project, server, "--function", "mean", "--write", "--redraws", "0")
         requests = server.chat_requests()
     _, err = capsys.readouterr()
     assert code == 0, err

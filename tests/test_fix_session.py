@@ -148,7 +148,8 @@ def test_the_whole_file_last_and_a_line_for_every_turn(
         fenced("OFFSET = 0\n"),  # the whole file: any definition may change
     ]
     with ScriptedServer(replies) as server:
-        code = fix(project, server, "--max-iters", "11")  # 12 turns: 8 for mean, 2 for _total, 2 for the file
+        # 12 turns: 8 for mean, 2 for _total, 2 for the file; each stuck turn escalates (no redraws)
+        code = fix(project, server, "--max-iters", "11", "--redraws", "0")
         # (mean's last two unspent: after two turns of its last strategy, rewrite, a scope ends)
         requests = server.chat_requests()
     out, err = capsys.readouterr()

@@ -63,7 +63,11 @@ POLICIES: Mapping[str, RepairPolicy] = MappingProxyType(
         ),
     }
 )
-DEFAULT_POLICY = "rewrite-now"  # the eval's; AgentSettings keeps the plain defaults (`fix` was measured with them)
+DEFAULT_POLICY = "rewrite-now"  # the eval's; AgentSettings keeps the plain defaults
+# `fix` (`--redraws`): each scope's first reply that repeats a tried candidate (the original included)
+# or has no code is drawn again once, sampled, as `redraw` does; its other parts do not apply there
+# (a helper or a function without a docstring has no rewrite), so `fix` keeps fix, explain, rewrite.
+FIX_REDRAWS = 1
 
 
 def describe_policy(settings: Any) -> str:

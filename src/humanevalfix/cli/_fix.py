@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from humanevalfix.cli._options import add_model_options, preset_from_args, sandbox_from_args, say_key
+from humanevalfix.agent.policies import FIX_REDRAWS
+from humanevalfix.cli._options import (
+    add_model_options,
+    non_negative_int,
+    preset_from_args,
+    sandbox_from_args,
+    say_key,
+)
 
 HELP = "repair your own Python file (or project) against your tests with the agent; prints a unified diff"
 
@@ -40,6 +47,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="PATH",
         help="write the session (conversation and attempts) as JSON, in the eval's trace format",
+    )
+    p.add_argument(
+        "--redraws",
+        type=non_negative_int,
+        default=FIX_REDRAWS,
+        metavar="N",
+        help="a scope's first reply that repeats a tried candidate (the original included) or has no code is drawn "
+        f"again up to N times, sampled, in the same turn (default {FIX_REDRAWS}; 0: such a reply spends its turn)",
     )
     p.add_argument("--verbose", "-v", action="store_true", help="print each test report as it comes")
     add_model_options(p)

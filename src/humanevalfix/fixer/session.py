@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,13 +25,21 @@ from rich.markup import escape
 from humanevalfix.agent import AgentResult, Attempt, RepairRequest, ToolMode, repair
 from humanevalfix.agent.codecheck import fingerprint
 from humanevalfix.agent.engines import DEFAULT_ENGINE
+from humanevalfix.agent.policies import FIX_REDRAWS
 from humanevalfix.evaluation.records import TaskRecord, agent_fields
 from humanevalfix.fixer.failures import describe
 from humanevalfix.fixer.localize import Localizer, Stage, Suspect
 from humanevalfix.fixer.project import as_seen_from, shown
 from humanevalfix.fixer.request import request_for_fix
 from humanevalfix.fixer.scope import Scope
-from humanevalfix.fixer.suspects import Progress, context_for, suspects_line, workaround_note
+from humanevalfix.fixer.suspects import (
+    Progress,
+    cause_context,
+    context_for,
+    suspects_line,
+    workaround_note,
+    worked_around,
+)
 from humanevalfix.fixer.tidy import one_line_versions
 from humanevalfix.fixer.toolmodel import WorkspaceModel
 from humanevalfix.fixer.userfile import UserFile
@@ -44,6 +53,9 @@ from humanevalfix.runspec import AgentSpec, ModelSpec, ProtocolSpec, agent_setti
 from humanevalfix.sandbox.executor import ExecResult
 
 EXECUTED = ("passed", "failed", "timeout", "error")  # attempt outcomes that ran the tests
+# A fix that works around a helper's wrong value gets these turns more in the helper's scope, shown
+# that fix; the workaround stays the fix if none passes (issue 53: the cause over the symptom).
+CAUSE_TURNS = 2
 
 
 @dataclass(frozen=True)
@@ -58,17 +70,23 @@ class Outcome:
 
 
 class ProgressModel:
-    """Says on stderr when the model is asked; the answer is the wrapped model's."""
+    """Says on stderr when the model is asked; the answer is the wrapped model's. The same messages
+    again are the same turn drawn again (--redraws), said as such."""
 
     def __init__(self, inner: ChatModel, console: Console, label: str) -> None:
         self.inner = inner
         self.console = console
         self.label = label
         self.turns = 0
+        self._last: list[dict[str, Any]] | None = None
 
     def chat(self, request: ChatRequest) -> ChatReply:
-        self.turns += 1
-        self.console.print(f"turn {self.turns}: asking {escape(self.label)} (temperature {request.temperature:g})")
+        if request.messages == self._last:
+            self.console.print(f"  nothing new in the reply: drawn again (temperature {request.temperature:g})")
+        else:
+            self.turns += 1
+            self.console.print(f"turn {self.turns}: asking {escape(self.label)} (temperature {request.temperature:g})")
+        self._last = [dict(m) for m in request.messages]  # a native conversation grows in place
         return self.inner.chat(request)
 
 
@@ -160,13 +178,15 @@ def _scope_line(stage: Stage, user_file: UserFile, root: Path) -> str:
     return what + (f" ({escape(stage.reason)})" if stage.reason else "")
 
 
-def _merged(results: list[AgentResult]) -> AgentResult:
-    """The scopes' turns as one session, numbered on: the trace and the record."""
+def _merged(results: list[AgentResult], chosen: AgentResult | None = None) -> AgentResult:
+    """The scopes' turns as one session, numbered on: the trace and the record. Its final candidate
+    is `chosen`'s (default: the last scope's); a cause that was tried after a workaround and failed
+    leaves the workaround as the fix."""
     out = AgentResult(tool_mode=results[-1].tool_mode, first_code=results[0].first_code)
     for result in results:
         out.attempts += [replace(a, turn=len(out.attempts) + i) for i, a in enumerate(result.attempts)]
         out.messages += result.messages
-    last = results[-1]
+    last = chosen or results[-1]
     out.final_code, out.stop_reason, out.error = last.final_code, last.stop_reason, last.error
     return out
 
@@ -282,16 +302,11 @@ def find_fix(
         )
         model = ProgressModel(tools, console, used.model or used.name)
         mode = ToolMode(used.native_tools)  # one for the session: an endpoint found to need text keeps it
-        carried = 0  # turns a suspect without progress left to the next
-        for number, stage in enumerate(stages):
-            stage = replace(stage, turns=stage.turns + carried)
+
+        def attempt(stage: Stage, last: bool, extra: str = "") -> tuple[AgentResult, bool, UserTestExecutor, str]:
+            """One scope's turns: its result, whether it fixed, its runner, and the scope's name when it
+            moved on early for want of progress ("" otherwise)."""
             user_file = where.files[stage.path] if stage.path else first
-            if number:
-                turns = len(scopes)
-                console.print(
-                    f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} "
-                    f"turn{'s' if turns != 1 else ''}"
-                )
             runner = executor if user_file.path == served else executor.for_file(user_file)
             tools.target = user_file.path
             log.executor = runner
@@ -301,14 +316,19 @@ def find_fix(
             settings = agent_settings(
                 ModelSpec.of(used),
                 ProtocolSpec("fix", True, args.feedback),
-                AgentSpec(max_iters=stage.turns - 1, engine=getattr(args, "engine", DEFAULT_ENGINE)),
+                AgentSpec(
+                    max_iters=stage.turns - 1,
+                    engine=getattr(args, "engine", DEFAULT_ENGINE),
+                    redraws=getattr(args, "redraws", FIX_REDRAWS),
+                    redraw_turns=1,
+                ),
             )
             log.offset = len(scopes)
             context = context_for(stage, where.suspects, where.files, where.root, baseline.values)
-            last = number == len(stages) - 1
+            context = "\n\n".join(part for part in (context, extra) if part)
             progress = Progress(baseline, threading.Event())
 
-            def on_attempt(attempt: Attempt, runner: UserTestExecutor = runner, progress: Progress = progress) -> None:
+            def on_attempt(attempt: Attempt) -> None:
                 log(attempt)
                 if attempt.outcome in EXECUTED and runner.reports:
                     progress.see(runner.reports[-1])
@@ -322,28 +342,58 @@ def find_fix(
                 stop=None if last else progress.stop,
                 on_attempt=on_attempt,
             )
-            results.append(result)
             label = scope.label if user_file is first else f"{shown(user_file.path, where.root)}: {scope.label}"
-            scopes += [label] * len(result.attempts)
+            scopes.extend([label] * len(result.attempts))
             fixed = _verdict(args, result, user_file.source, runner, console, log)
             moved = progress.moved_on and result.stop_reason == "interrupted"
+            return result, fixed, runner, scope.label if moved else ""
+
+        carried = 0  # turns a suspect without progress left to the next
+        for number, stage in enumerate(stages):
+            stage = replace(stage, turns=stage.turns + carried)
+            user_file = where.files[stage.path] if stage.path else first
+            if number:
+                turns = len(scopes)
+                console.print(
+                    f"widening the scope to {_scope_line(stage, user_file, where.root)} after {turns} "
+                    f"turn{'s' if turns != 1 else ''}"
+                )
+            result, fixed, runner, moved = attempt(stage, last=number == len(stages) - 1)
+            results.append(result)
             if fixed or result.error or (result.stop_reason == "interrupted" and not moved):
                 break
             carried = stage.turns - len(result.attempts) if moved else 0
             if moved:
                 console.print(
-                    f"  no progress in {escape(scope.label)}: its candidates fail as the original does; "
+                    f"  no progress in {escape(moved)}: its candidates fail as the original does; "
                     f"{carried} turn{'s' if carried != 1 else ''} left for the next scope"
                 )
-    note = workaround_note(stages[len(results) - 1].function, user_file.path, baseline.values, where.root)
+        tried = [s.function or "the whole file" for s in stages[: len(results)]]
+        function = stages[len(results) - 1].function
+        helper = worked_around(function, user_file.path, baseline.values) if fixed else None
+        chosen, cause_fixed = results[-1], False  # the result whose final candidate is the fix
+        if helper is not None and function is not None and results[-1].final_code and helper.path in where.files:
+            cause = Stage(helper.function.split(".<locals>.")[0], CAUSE_TURNS, "the workaround's cause", helper.path)
+            where_made = _scope_line(cause, where.files[helper.path], where.root)
+            console.print(
+                f"the fix works around a wrong value made in {where_made}: {CAUSE_TURNS} more turns in its scope, "
+                "shown that fix"
+            )
+            extra = cause_context(function, results[-1].final_code, helper, where.root)
+            result, cause_fixed, cause_runner, _ = attempt(cause, last=True, extra=extra)
+            results.append(result)
+            tried.append(cause.function or "")
+            if cause_fixed:
+                chosen, runner, user_file = result, cause_runner, where.files[helper.path]
+                console.print(f"fixed in `{escape(cause.function or '')}` instead: the workaround is left out")
+    note = None if cause_fixed else workaround_note(function, user_file.path, baseline.values, where.root)
     if fixed and note:
         console.print(f"[yellow]note[/]: {escape(note)}")
-    session = _merged(results)
+    session = _merged(results, chosen)
     message = "" if fixed else (session.error or log.failures[-1])
     record = _record(first, session, scopes, fixed, message, time.monotonic() - start)
-    tried = tuple(dict.fromkeys(s.function or "the whole file" for s in stages[: len(results)]))
     final = _smallest(user_file.source, session.final_code, runner, console) if fixed and session.final_code else None
-    return Outcome(fixed, final, message, session, record, tried, user_file)
+    return Outcome(fixed, final, message, session, record, tuple(dict.fromkeys(tried)), user_file)
 
 
 def _smallest(original: str, fix: str, runner: UserTestExecutor, console: Console) -> str:

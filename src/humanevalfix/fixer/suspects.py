@@ -19,7 +19,7 @@ from humanevalfix.fixer.localize import Stage, Suspect, units_of
 from humanevalfix.fixer.project import shown
 from humanevalfix.fixer.userfile import UserFile
 from humanevalfix.fixer.usertests import RunReport
-from humanevalfix.fixer.values import Values, chain_text, made
+from humanevalfix.fixer.values import Made, Values, chain_text, made
 
 SHOWN = 3  # suspects named to the model
 SOURCE_LINES = 30  # of another file's suspect: enough for a helper, not a module
@@ -27,12 +27,20 @@ NO_PROGRESS = 2  # candidates that fail as the original did, before the next sus
 
 
 def _source(user_file: UserFile, name: str) -> str | None:
-    unit = units_of(pyast.parse(user_file.source)).get(name)
+    return function_source(user_file.source, name)
+
+
+def function_source(source: str, name: str) -> str | None:
+    """A top-level function's or method's lines (decorators included), cut at SOURCE_LINES."""
+    try:
+        unit = units_of(pyast.parse(source)).get(name)
+    except SyntaxError:
+        return None
     if unit is None:
         return None
     node = unit.node
     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    lines = user_file.source.splitlines()[start - 1 : node.end_lineno or node.lineno]
+    lines = source.splitlines()[start - 1 : node.end_lineno or node.lineno]
     cut = len(lines) - SOURCE_LINES
     return "\n".join(lines[:SOURCE_LINES] + ([f"    # ... ({cut} more lines)"] if cut > 0 else []))
 
@@ -76,8 +84,9 @@ def suspects_line(suspects: list[Suspect], root: Path) -> str:
     ) + (f", and {len(suspects) - SHOWN} more" if len(suspects) > SHOWN else "")
 
 
-def workaround_note(function: str | None, path: Path, values: Values, root: Path) -> str | None:
-    """When the fixed function passed on a value the values show was made in another function: say so."""
+def worked_around(function: str | None, path: Path, values: Values) -> Made | None:
+    """The helper whose wrong value a fix of `function` (in `path`) passes over, when the failing
+    tests' values show that value made in another function, below it: None otherwise."""
     if function is None:
         return None
     helpers = [
@@ -87,13 +96,32 @@ def workaround_note(function: str | None, path: Path, values: Values, root: Path
         and m.top.function.split(".<locals>.")[0] == function
         and (m.path, m.function.split(".<locals>.")[0]) != (path, function)
     ]
-    if not helpers:
+    return helpers[0] if helpers else None
+
+
+def workaround_note(function: str | None, path: Path, values: Values, root: Path) -> str | None:
+    """When the fixed function passed on a value the values show was made in another function: say so."""
+    m = worked_around(function, path, values)
+    if m is None:
         return None
-    m = helpers[0]
     return (
         f"the fix changes `{function}`, but the failing tests' values show the wrong value made in "
         f"`{m.function}` ({shown(m.path, root)}: `{m.call.text()}`): this works around it, and other callers "
         f"of `{m.function}` still get that value"
+    )
+
+
+def cause_context(caller: str, fixed_source: str, helper: Made, root: Path) -> str:
+    """What the cause's extra turns show: the caller's passing workaround, as evidence of what the
+    helper should have returned (the issue-53 rule: a workaround is not accepted while a change to
+    the helper is still to be tried)."""
+    code = function_source(fixed_source, caller) or fixed_source
+    return (
+        f"The tests pass when `{caller}` is changed as below, so that it no longer passes on what "
+        f"`{helper.function}` returns:\n```python\n{code}\n```\n"
+        f"That only works around the bug: `{helper.function}` still makes the wrong value "
+        f"(`{helper.call.text()}`, in {shown(helper.path, root)}) for every caller. Fix `{helper.function}` "
+        f"instead, so that the original `{caller}`, which calls it, passes. Here only `{helper.function}` may change."
     )
 
 
