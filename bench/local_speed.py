@@ -16,7 +16,8 @@ by `-dN` (the 0.5B model drafts N tokens where lookup finds none: for `--model l
 `-norepack` (llama.cpp's repacked weight buffers off: see bench/batch_exactness.py), then
 optionally by `-tN` and `-bN` (N threads generating tokens, and reading prompts and checking
 drafts, instead of the server's defaults), then optionally by `-cache` (the server's prompt cache
-in RAM: CACHE_OPTIONS). Run it with nothing else heavy on the machine: the
+in RAM: CACHE_OPTIONS), then optionally by `-stop` (each reply ends at the close of its first code
+block: models/codestop.py). Run it with nothing else heavy on the machine: the
 settings run one after another, so load that changes during the run shows up as a difference
 between them (repeat with the order reversed to check).
 """
@@ -86,22 +87,24 @@ def parse_setting(text: str) -> ServerOptions:
     """`plain` or `pldN`, optionally `-dN` (the draft model drafts N tokens where prompt lookup
     finds none: DRAFT_PRESET's weights, located when the setting runs), then `-norepack` (llama.cpp's repacked
     weight buffers off), then optionally `-tN` and `-bN` (N threads generating tokens, and reading
-    prompts and drafts; default the server's), then optionally `-cache` (CACHE_OPTIONS)."""
+    prompts and drafts; default the server's), then optionally `-cache` (CACHE_OPTIONS), then
+    optionally `-stop` (each reply ends at the close of its first code block: models/codestop.py)."""
     match = re.fullmatch(
         r"(?:plain|pld(?P<pld>\d+))(?:-d(?P<draft>\d+))?(?P<norepack>-norepack)?(?:-t(?P<t>\d+))?(?:-b(?P<b>\d+))?"
-        r"(?P<cache>-cache)?",
+        r"(?P<cache>-cache)?(?P<stop>-stop)?",
         text,
     )
     numbers = [match.group(k) for k in ("pld", "draft", "t", "b")] if match else []
     if not match or any(n is not None and not 1 <= int(n) <= 64 for n in numbers):
         raise UserError(
             f"--settings: {text!r} is not `plain` or `pldN`, optionally followed by -dN, then -norepack, then -tN, "
-            "then -bN (each N from 1 to 64), then -cache"
+            "then -bN (each N from 1 to 64), then -cache, then -stop"
         )
     options = ServerOptions(
         prompt_lookup=int(match.group("pld") or 0),
         repack=match.group("norepack") is None,
         extra=CACHE_OPTIONS if match.group("cache") else (),
+        stop_after_code=match.group("stop") is not None,
     )
     if match.group("draft") is not None:
         options = replace(options, draft_gguf=Path(DRAFT_PRESET), draft_tokens=int(match.group("draft")))

@@ -39,6 +39,8 @@ def test_settings_are_plain_or_pld_n() -> None:
     assert local_speed.parse_setting("pld10-cache") == ServerOptions(prompt_lookup=10, extra=local_speed.CACHE_OPTIONS)
     assert local_speed.parse_setting("pld10-t2-cache").threads == 2
     assert "--cache" in server_command(Path("m.gguf"), "m", 1234, local_speed.parse_setting("plain-cache"))
+    assert local_speed.parse_setting("pld10-stop") == ServerOptions(prompt_lookup=10, stop_after_code=True)
+    assert local_speed.parse_setting("pld4-cache-stop").stop_after_code
     # -dN: the draft model (its weights located when the setting runs), before the other suffixes
     assert local_speed.parse_setting("pld10-d4") == ServerOptions(
         prompt_lookup=10, draft_gguf=Path(local_speed.DRAFT_PRESET), draft_tokens=4
@@ -58,6 +60,8 @@ def test_settings_are_plain_or_pld_n() -> None:
         "pld10-d0",
         "pld10-norepack-d4",
         "cache",
+        "pld10-stop-cache",
+        "stop",
     ):
         with pytest.raises(UserError, match="--settings"):
             local_speed.parse_setting(bad)

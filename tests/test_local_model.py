@@ -311,3 +311,36 @@ def test_a_draft_model_drafts_tokens_the_server_checks_in_batches(tmp_path: Path
     assert f"draft model: {weights}, 4 tokens a step" in text
     steps = [int(n) for n in re.findall(r"llama_perf_context_print:\s+eval time =.*?/\s+(\d+) runs", text)]
     assert steps and steps[-1] < made / 2, (steps, made)
+
+
+def test_a_reply_ends_at_the_close_of_its_first_code_block_when_asked(tmp_path: Path) -> None:
+    """ServerOptions.stop_after_code (models/codestop.py) for real: asked for code and then an
+    explanation, the reply stops at its first closing fence; without it, the model goes on."""
+    from humanevalfix.models.presets import load_presets
+    from humanevalfix.models.weights import locate
+
+    weights = locate(load_presets()["local"].gguf or "")
+    body = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": "Write a Python function that adds two numbers in a ```python block, then explain it "
+                "in three sentences.",
+            }
+        ],
+        "max_tokens": 160,
+        "temperature": 0.0,
+    }
+    replies = {}
+    for stop in (False, True):
+        options = ServerOptions(stop_after_code=stop)
+        with run_server(weights, "m", options, log_path=tmp_path / f"server-{stop}.log") as (base_url, _proc, _log):
+            request = urllib.request.Request(
+                base_url + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=300) as response:
+                replies[stop] = json.loads(response.read())["choices"][0]["message"]["content"]
+    assert "```python" in replies[True] and replies[True].rstrip().endswith("```"), replies[True]
+    assert replies[True].count("```") == 2
+    assert len(replies[False]) > len(replies[True]) and replies[False].startswith(replies[True].rstrip()), replies

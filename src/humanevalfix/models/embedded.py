@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from humanevalfix.errors import ConfigError
-from humanevalfix.models import drafting
+from humanevalfix.models import codestop, drafting
 from humanevalfix.models.presets import Preset
 
 # Token generation on 1 thread, prompt evaluation on 2. Measured on 2 busy shared cores
@@ -93,6 +93,9 @@ if os.environ.pop("HEFIX_NO_REPACK", "") == "1":
 if os.environ.get("HEFIX_DRAFT_GGUF"):
     from humanevalfix.models.drafting import install
     install()
+if os.environ.pop("HEFIX_STOP_AFTER_CODE", "") == "1":
+    from humanevalfix.models.codestop import install as stop_after_code
+    stop_after_code()
 sys.argv[0] = "llama_cpp.server"
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
@@ -122,6 +125,9 @@ class ServerOptions:
     # (models/drafting.py): its weights and how many tokens it drafts a step.
     draft_gguf: Path | None = None
     draft_tokens: int = 4
+    # Each reply ends at the close of its first code block (models/codestop.py): a speed lever
+    # measured by bench/local_speed.py's `-stop`, off unless asked.
+    stop_after_code: bool = False
 
 
 @dataclass(frozen=True)
@@ -320,6 +326,7 @@ def run_server(
             env["HEFIX_NO_REPACK"] = "1"
         if options.draft_gguf is not None:
             env |= drafting.environment(str(options.draft_gguf), options.draft_tokens, options.threads, options.n_ctx)
+        env |= codestop.environment(options.stop_after_code)
         for name in ("OPENAI_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "LOCAL_API_KEY"):
             env.pop(name, None)  # the server needs no key; keep them out of its process
         stack.enter_context(_sigterm_as_interrupt())
