@@ -49,6 +49,7 @@ from typing import Any
 
 from fix_diffs import quality  # bench/, beside this script
 from fix_helpers import MODES, helper_task
+from fix_helpers import SETS as HELPER_SETS
 from fix_tasks import Children, Row, Scorer, child_env, fix_task, module_name
 
 from humanevalfix.agent import DEFAULT_MAX_ITERS
@@ -218,7 +219,7 @@ def print_summary(s: dict[str, Any], settings: dict[str, Any]) -> None:
     print(
         f"  diffs: {s['diffs']}, {s['diffs_apply']} apply with git apply, {len(s['diffs_with_extras'])} hold more "
         "than the fix"
-        + (f"; {s['right_function']} change only the helper's function" if settings.get("set") == "helper" else "")
+        + (f"; {s['right_function']} change only the helper's function" if settings.get("set") in HELPER_SETS else "")
     )
     if s.get("changed_lines_median") is not None:
         print(
@@ -298,15 +299,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="skip the tasks already in the .jsonl beside --out")
     p.add_argument(
         "--set",
-        choices=("single", "helper"),
+        choices=("single", *HELPER_SETS),
         default="single",
-        help="the task set: one module per task (default), or the helper-module projects",
+        help="the task set: one module per task (default), the helper-module projects, or those with the bug two "
+        "calls deep and asserted through an attribute (deep)",
     )
     p.add_argument(
         "--mode",
         choices=MODES,
         default="project",
-        help="--set helper: fix without FILE (project), on the caller's file (file), or told the function (told)",
+        help="--set helper or deep: fix without FILE (project), on the caller's file (file), or told the function "
+        "(told)",
     )
     g = p.add_argument_group("model (passed to fix and eval)")
     g.add_argument(
@@ -357,8 +360,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.eval_results and args.run_eval:
         p.error("--eval-results and --run-eval: give one")
-    if args.set == "helper" and (args.run_eval or args.eval_results):
-        p.error("--set helper: the eval has no such projects to compare with")
+    if args.set in HELPER_SETS and (args.run_eval or args.eval_results):
+        p.error(f"--set {args.set}: the eval has no such projects to compare with")
     if args.base_url and not args.model:
         p.error("--base-url: give --model too (the model id both sides are compared by)")
     args.command = shlex.join(["python", "bench/fix_bench.py", *(sys.argv[1:] if argv is None else argv)])
@@ -412,7 +415,7 @@ def _run(args: argparse.Namespace) -> int:
         "max_iters": args.max_iters,
         "text_tools": not preset.native_tools,
         "set": args.set,
-        "mode": args.mode if args.set == "helper" else "",
+        "mode": args.mode if args.set in HELPER_SETS else "",
         "sandbox": args.sandbox,
         "timeout_s": args.timeout,
         "workers": args.workers,
@@ -423,7 +426,11 @@ def _run(args: argparse.Namespace) -> int:
         "without the entry point's docstring); test_<entry_point>.py: its whole test as one pytest test; no --function"
         if args.set == "single"
         else "tasklib/core.py: the task's buggy code; tasklib/api.py: the entry point calling core's; "
-        "test_<entry_point>.py importing it from tasklib.api (bench/fix_helpers.py); fix run as --mode says",
+        "test_<entry_point>.py importing it from tasklib.api (bench/fix_helpers.py); fix run as --mode says"
+        if args.set == "helper"
+        else "tasklib/core.py: the task's buggy code; tasklib/mid.py: the entry point calling core's; tasklib/api.py: "
+        "the entry point calling mid's, returning Result(value); test_<entry_point>.py reading .value of what "
+        "tasklib.api's returns (bench/fix_helpers.py); fix run as --mode says",
     }
     stream = stream_of(args.out)
     earlier = recorded_rows(stream, settings) if args.resume else {}
@@ -500,8 +507,10 @@ def _fix_all(
 
     def one(task: ds.Task) -> Row | None:
         try:
-            if args.set == "helper":
-                row = helper_task(task, args.mode, opts, work, traces, scorer, children, args.task_timeout)
+            if args.set in HELPER_SETS:
+                row = helper_task(
+                    task, args.mode, opts, work, traces, scorer, children, args.task_timeout, args.set == "deep"
+                )
             else:
                 row = fix_task(task, opts, work, traces, scorer, children, args.task_timeout)
         except InterruptedError:
