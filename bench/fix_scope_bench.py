@@ -2,7 +2,8 @@
 """Where `fix` looks first, without a model: the fault localisation alone on the bench's task sets.
 
 For each task, the project is built as bench/fix_bench.py builds it (`--set helper`: the bug in
-tasklib/core.py, called by tasklib/api.py, the test importing the api; `--set single`: one module),
+tasklib/core.py, called by tasklib/api.py, the test importing the api; `--set deep`: two calls deep,
+the value asserted through an attribute; `--set single`: one module),
 the tests run once on it as `fix` runs them before any model call (the same sandbox, the call
 tracer on), and the scopes `fix` would try are recorded: is the first the function with the bug?
 No model is called, so this is exact and quick where the repair itself is slow and noisy.
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-from fix_helpers import PACKAGE, write_helper_project  # bench/, beside this script
+from fix_helpers import PACKAGE, SETS, write_helper_project  # bench/, beside this script
 from fix_tasks import write_project
 
 from humanevalfix.evaluation import dataset as ds
@@ -32,8 +33,8 @@ from humanevalfix.sandbox.executor import DEFAULT_TIMEOUT_S, Limits
 
 def scopes_of(task: ds.Task, root: Path, task_set: str, timeout: float) -> list[str]:
     """The scopes `fix` would try, as `file: function` (the whole file: `file: *`)."""
-    if task_set == "helper":
-        project = write_helper_project(task, root)
+    if task_set in SETS:
+        project = write_helper_project(task, root, deep=task_set == "deep")
         user_file, tests = None, load_tests(str(project.tests))
     else:
         single = write_project(task, root)
@@ -56,7 +57,7 @@ def scopes_of(task: ds.Task, root: Path, task_set: str, timeout: float) -> list[
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--set", choices=("single", "helper"), default="helper")
+    p.add_argument("--set", choices=("single", *SETS), default="helper")
     p.add_argument("--limit", type=int)
     p.add_argument("--tasks")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 scopes = [f"error: {type(exc).__name__}: {str(exc)[:200]}"]
             right = (
                 f"{PACKAGE}/core.py: {task.entry_point}"
-                if args.set == "helper"
+                if args.set in SETS
                 else f"{write_name(task)}: {task.entry_point}"
             )
             rows.append(

@@ -68,6 +68,9 @@ class SettingResult:
     server_eval_runs: int
     identical_replies: int | None = None  # to the first setting, reply by reply
     replies_compared: int | None = None
+    # The code each reply's turn ran, against the first setting's: a reply cut short (-stop) may
+    # differ in its text and still bring the same code.
+    identical_code: int | None = None
 
     @property
     def gen_tokens_per_s(self) -> float:
@@ -138,9 +141,24 @@ def replies(traces: Path) -> dict[str, list[str]]:
     return out
 
 
+def codes(traces: Path) -> dict[str, list[str]]:
+    """Each task's attempts' code, in order ("" where a turn brought none), from the run's traces."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(traces.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out[str(data.get("task_id") or path.stem)] = [a.get("code") or "" for a in data.get("attempts", [])]
+    return out
+
+
+def same(first: dict[str, list[str]], other: dict[str, list[str]]) -> tuple[int, int]:
+    """(identical, compared), item by item of each task's list."""
+    pairs = [(a, b) for tid in first for a, b in zip(first[tid], other.get(tid, []), strict=False)]
+    return sum(a == b for a, b in pairs), len(pairs)
+
+
 def run_setting(
     name: str, args: argparse.Namespace, weights: Path, work: Path
-) -> tuple[SettingResult, dict[str, list[str]]]:
+) -> tuple[SettingResult, dict[str, list[str]], dict[str, list[str]]]:
     options = parse_setting(name)
     if options.draft_gguf is not None:
         draft = load_presets()[DRAFT_PRESET].gguf or ""
@@ -186,7 +204,7 @@ def run_setting(
         server_eval_ms=round(eval_ms),
         server_eval_runs=eval_runs,
     )
-    return result, replies(work / name / "traces")
+    return result, replies(work / name / "traces"), codes(work / name / "traces")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,15 +234,14 @@ def main(argv: list[str] | None = None) -> int:
         weights = locate(local.gguf or "", args.gguf)
         results: list[SettingResult] = []
         with tempfile.TemporaryDirectory(prefix="hefix-speed-", dir=Path.cwd()) as tmp:
-            first: dict[str, list[str]] | None = None
+            first: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
             for name in names:
-                result, said = run_setting(name, args, weights, Path(tmp))
+                result, said, ran = run_setting(name, args, weights, Path(tmp))
                 if first is None:
-                    first = said
+                    first = said, ran
                 else:
-                    pairs = [(a, b) for tid in first for a, b in zip(first[tid], said.get(tid, []), strict=False)]
-                    result.identical_replies = sum(a == b for a, b in pairs)
-                    result.replies_compared = len(pairs)
+                    result.identical_replies, result.replies_compared = same(first[0], said)
+                    result.identical_code = same(first[1], ran)[0]
                 results.append(result)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -244,15 +261,16 @@ def print_table(results: list[SettingResult]) -> None:
     base = results[0]
     print(
         f"{'setting':14} {'loop s':>8} {'speed-up':>8} {'gen tok/s':>9} {'first':>6} {'final':>6} {'plus':>5} "
-        f"{'errors':>6} {'identical replies':>18}"
+        f"{'errors':>6} {'identical replies':>18} {'same code':>10}"
     )
     for r in results:
         speedup = base.loop_s / r.loop_s if r.loop_s else 0.0
-        same = "(reference)" if r.identical_replies is None else f"{r.identical_replies}/{r.replies_compared}"
+        alike = "(reference)" if r.identical_replies is None else f"{r.identical_replies}/{r.replies_compared}"
+        code = "" if r.identical_code is None else str(r.identical_code)
         plus = "-" if r.passed_plus is None else str(r.passed_plus)
         print(
             f"{r.setting:14} {r.loop_s:8.1f} {speedup:7.2f}x {r.gen_tokens_per_s:9.1f} {r.passed_first:6} "
-            f"{r.passed:6} {plus:>5} {r.errors:6} {same:>18}"
+            f"{r.passed:6} {plus:>5} {r.errors:6} {alike:>18} {code:>10}"
         )
     print("server timings (llama.cpp; with drafting, draft checks are counted as prompt eval):")
     for r in results:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -108,6 +109,27 @@ def test_the_table_shows_speed_up_and_identical_replies(capsys: pytest.CaptureFi
     local_speed.print_table([result("plain", 80.0, None), result("pld10", 40.0, 40)])
     out = capsys.readouterr().out
     assert "2.00x" in out and "40/40" in out and "(reference)" in out
+
+
+def test_replies_and_the_code_they_ran_are_compared_turn_by_turn(tmp_path: Path) -> None:
+    """-stop cuts a reply's text after its first block: the text differs, the code it ran may not."""
+    for name, tail in (("a", "\nIt now adds one."), ("b", "")):
+        traces = tmp_path / name
+        traces.mkdir()
+        reply = "```python\ndef f(x):\n    return x + 1\n```" + tail
+        (traces / "T_0.json").write_text(
+            json.dumps(
+                {
+                    "task_id": "T/0",
+                    "messages": [{"role": "user", "content": "fix f"}, {"role": "assistant", "content": reply}],
+                    "attempts": [{"code": "def f(x):\n    return x + 1\n"}],
+                }
+            ),
+            encoding="utf-8",
+        )
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert local_speed.same(local_speed.replies(a), local_speed.replies(b)) == (0, 1)
+    assert local_speed.same(local_speed.codes(a), local_speed.codes(b)) == (1, 1)
 
 
 def test_exact_lookup_caps_the_drafts_turns_repack_off_and_refuses_a_clash() -> None:
