@@ -131,3 +131,15 @@ def test_fix_finds_and_fixes_the_helper_without_file_or_function(
         "diffs: 2, 2 apply with git apply, 0 hold more than the fix; 2 change only the helper's function"
         in capsys.readouterr().out
     )
+
+
+def test_where_the_values_cannot_tell_the_deepest_function_that_ran_comes_first(
+    all_tasks: dict[str, Task], tmp_path: Path
+) -> None:
+    """--set deep on Python/0, whose values are booleans (too common to follow: fixer.values): api,
+    mid and core all only ran, and on that tie the deepest, core, is the first scope."""
+    import fix_scope_bench
+
+    task = all_tasks["Python/0"]
+    scopes = fix_scope_bench.scopes_of(task, tmp_path / "deep", "deep", 30.0)
+    assert scopes[0] == "tasklib/core.py: has_close_elements", scopes

@@ -150,7 +150,13 @@ class ProjectLocalizer:
             helper.reasons.insert(0, helper.reasons.pop())  # the strongest reason first
         self._by_values(report, units, suspects)
         order: list[tuple[Path | None, str]] = list(suspects)  # every suspect here has its path
-        return sorted(suspects.values(), key=lambda s: (-s.score, order.index((s.path, s.name))))
+        depth = _call_depths(report, units)
+        # On a tie the deeper function first: what a caller returns, it mostly got from what it
+        # called, and the values cannot say so where they are too common to follow (True, None).
+        return sorted(
+            suspects.values(),
+            key=lambda s: (-s.score, -depth.get((s.path, s.name), 0), order.index((s.path, s.name))),
+        )
 
     def _by_values(
         self, report: RunReport, units: Mapping[Path, Mapping[str, object]], suspects: dict[tuple[Path, str], Suspect]
@@ -172,6 +178,30 @@ class ProjectLocalizer:
                 suspects[(s.path, name)].add(
                     ONLY_FAILING, f"it ran only in the failing tests (in none of the {passing} passing)"
                 )
+
+
+def _call_depths(report: RunReport, units: Mapping[Path, Mapping[str, object]]) -> dict[tuple[Path | None, str], int]:
+    """How many project calls below the test each unit ran (the deepest it ran at): 0 for one the
+    tests called. A caller not found (outside the project's units) counts as the test."""
+    callers: dict[tuple[Path | None, str], set[tuple[Path | None, str]]] = {}
+    for ran in report.ran:
+        name = _unit(units.get(ran.path, {}), ran.function)
+        if name is None:
+            continue
+        caller = _unit(units.get(ran.caller_path, {}), ran.caller) if ran.caller_path and ran.caller else None
+        above = callers.setdefault((ran.path, name), set())
+        if ran.caller_path is not None and caller is not None and (ran.caller_path, caller) != (ran.path, name):
+            above.add((ran.caller_path, caller))
+    depth = dict.fromkeys(callers, 0)
+    for _ in range(len(callers)):  # longest paths, bounded: a call cycle does not loop
+        changed = False
+        for unit, above in callers.items():
+            deepest = max((depth.get(c, 0) + 1 for c in above), default=0)
+            if deepest > depth[unit]:
+                depth[unit], changed = deepest, True
+        if not changed:
+            break
+    return depth
 
 
 def made_reason(ms: list[Made]) -> str:
