@@ -102,6 +102,7 @@ BENCH = {
     "bench/fix_scope_bench.py": "limit",  # no model: the fault localisation alone
     "bench/executor.py": "limit",  # the executors on canonical and buggy programs
     "bench/run_cost.py": "run",  # trivial runs on the default sandbox: seconds
+    "bench/turn_cost.py": "run",  # reads a committed results file: no model, under a second
     "bench/plus_cases.py": "limit",  # pass@1+ inputs under two budgets
     "bench/roundtrip.py": (
         "not run: 164 tasks through two scorers per file, no --limit (28 s for one file on 2 busy "
