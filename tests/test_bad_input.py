@@ -59,6 +59,10 @@ CASES: dict[str, tuple[Callable[[Path, list[dict[str, Any]]], list[str]], tuple[
         lambda d, r: ["--exact-lookup"],
         ("--exact-lookup", "only for the embedded model"),
     ),
+    "stop after code on a served model": (
+        lambda d, r: ["--stop-after-code"],
+        ("--stop-after-code", "only for the embedded model"),
+    ),
     "seed not a number": (lambda d, r: ["--seed", "lucky"], ("--seed", "'lucky'")),
     "max_tokens not a number": (
         lambda d, r: ["--models-file", str(models_file(d, max_tokens="lots")), "--model", "mine"],

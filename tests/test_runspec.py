@@ -50,6 +50,7 @@ ADDED_BY_MIGRATION = {
     "sampling.reasoning_effort",
     "sampling.thinking",
     "embedded_server.exact_lookup",
+    "embedded_server.stop_after_code",
     "redraws",
     "redraw_turns",
     "strategies",
@@ -136,7 +137,11 @@ def test_written_as_it_is_and_read_back_equal() -> None:
     assert stored["schema_version"] == SCHEMA_VERSION
     assert (stored["protocol"], stored["docstring"], stored["feedback"]) == ("hidden", True, "example")
     assert stored["sampling"]["seed"] == 0
-    assert stored["embedded_server"] == {"prompt_lookup": DEFAULT_PROMPT_LOOKUP, "exact_lookup": False}
+    assert stored["embedded_server"] == {
+        "prompt_lookup": DEFAULT_PROMPT_LOOKUP,
+        "exact_lookup": False,
+        "stop_after_code": False,
+    }
     again = from_dict(json.loads(json.dumps(stored)))
     assert again == spec and again.unrecorded == frozenset() and again.to_dict() == stored
     assert (

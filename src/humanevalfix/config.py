@@ -166,6 +166,7 @@ class RunConfig:
     gguf: Path | None = None  # embedded model weights, when given by path
     prompt_lookup: int = DEFAULT_PROMPT_LOOKUP  # embedded model: prompt-lookup draft tokens, 0 off (models.embedded)
     exact_lookup: bool = False  # embedded model: drafts checked exactly (ServerOptions.exact)
+    stop_after_code: bool = False  # embedded model: replies end at their first code block's close
     visualize: bool = False
     skip_bad_rows: bool = False  # rows whose test cannot score: listed and left out instead of refused
     max_field_chars: int = DEFAULT_MAX_FIELD  # a dataset row's largest code or test field (tasks.task)
@@ -218,7 +219,11 @@ def run_spec(
         dataset=DatasetSpec(
             dataset_source, dataset_sha256, tuple(task_ids), tuple(skipped_rows) if skipped_rows else None
         ),
-        model=ModelSpec.of(p, config.preset_reason, EmbeddedServerSpec(config.prompt_lookup, config.exact_lookup)),
+        model=ModelSpec.of(
+            p,
+            config.preset_reason,
+            EmbeddedServerSpec(config.prompt_lookup, config.exact_lookup, config.stop_after_code),
+        ),
         protocol=ProtocolSpec.named(config.protocol),
         agent=AgentSpec(
             max_iters=config.max_iters,

@@ -68,6 +68,9 @@ class EmbeddedServerSpec:
     exact_lookup: bool = _f(
         "exact_lookup", True, False, "--exact-lookup", legacy=False
     )  # added later; before, never exact
+    # Each reply cut at the close of its first code block (models/codestop.py): the code read can
+    # change where a later block defined the function too. Added later; before, never cut.
+    stop_after_code: bool = _f("stop_after_code", True, False, "--stop-after-code", legacy=False)
 
 
 @dataclass(frozen=True)

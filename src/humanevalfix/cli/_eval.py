@@ -166,6 +166,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{EXACT_MAX_DRAFT} drafts, slower; needs llama-cpp-python built without llamafile: docs/local-model.md)",
     )
     g.add_argument(
+        "--stop-after-code",
+        action="store_true",
+        help="embedded model: each reply ends at the close of its first code block, what comes after it not "
+        "generated (faster where a model explains after its code; the code read can change where a later block "
+        "held the function too: docs/local-model.md)",
+    )
+    g.add_argument(
         "--max-reply-size",
         type=size_option,
         default=DEFAULT_MAX_REPLY_CHARS,
@@ -272,8 +279,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     require_engine(args.engine)  # refused before the model is resolved or started
     served = served_from_args(args)
     preset = served.preset
-    if args.exact_lookup and preset.provider != LOCAL:
-        raise ConfigError(f"--exact-lookup: only for the embedded model (this run's provider is {preset.provider})")
+    for option, given in (("--exact-lookup", args.exact_lookup), ("--stop-after-code", args.stop_after_code)):
+        if given and preset.provider != LOCAL:
+            raise ConfigError(f"{option}: only for the embedded model (this run's provider is {preset.provider})")
     lookup = with_lookup(
         ServerOptions(), args.prompt_lookup, args.exact_lookup
     )  # refused here, before the dataset loads
@@ -310,6 +318,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         visualize=args.visualize,
         prompt_lookup=lookup.prompt_lookup,
         exact_lookup=lookup.exact,
+        stop_after_code=args.stop_after_code,
         skip_bad_rows=args.skip_bad_rows,
         max_field_chars=args.max_field_size,
         max_reply_chars=args.max_reply_size,

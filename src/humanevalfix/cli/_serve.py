@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "drafts, slower; needs llama-cpp-python built without llamafile)",
     )
     p.add_argument(
+        "--stop-after-code",
+        action="store_true",
+        help="each reply ends at the close of its first code block (docs/local-model.md)",
+    )
+    p.add_argument(
         "--prompt-lookup",
         type=int,
         metavar="N",
@@ -77,7 +82,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--threads and --batch-threads must be at least 1, --n-ctx at least 256")
     if args.prompt_lookup is not None and not 0 <= args.prompt_lookup <= 64:
         raise ConfigError(f"--prompt-lookup: must be between 0 (off) and 64, got {args.prompt_lookup}")
-    served = ServerOptions(threads=args.threads, batch_threads=args.batch_threads, n_ctx=args.n_ctx, port=args.port)
+    served = ServerOptions(
+        threads=args.threads,
+        batch_threads=args.batch_threads,
+        n_ctx=args.n_ctx,
+        port=args.port,
+        stop_after_code=args.stop_after_code,
+    )
     options = with_lookup(served, args.prompt_lookup, args.exact_lookup)
     from humanevalfix.models.weights import locate
 

@@ -206,7 +206,9 @@ def _run_locked(
             ds.oracle_answers(tasks),
             retry,
             gguf=config.gguf,
-            server=with_lookup(ServerOptions(), config.prompt_lookup, config.exact_lookup),
+            server=with_lookup(
+                ServerOptions(stop_after_code=config.stop_after_code), config.prompt_lookup, config.exact_lookup
+            ),
         ) as endpoint:
             for note in sandbox_notes:
                 console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
