@@ -138,6 +138,19 @@ def test_the_helper_that_made_the_wrong_value_is_offered_first_with_the_values_a
     assert "note:" not in err
 
 
+def opacity_only(geometry: Path) -> tuple[list[str], str]:
+    """Only the opacity test, whose caller can pass alone without the helper: two replies that change
+    `clamp` and fail as the original does, and the caller written without it (a workaround)."""
+    (geometry / "tests" / "test_shapes.py").write_text(
+        "from geometry.shapes import opacity_percent\n\n\ndef test_opacity_percent():\n"
+        "    assert opacity_percent(2.0) == 100\n",
+        encoding="utf-8",
+    )
+    clamp = HELPERS.split("\n\n\n")[1]
+    same = [fenced(clamp.replace("return value", f"return value{tail}")) for tail in (" * 1", " + 0")]
+    return same, fenced("def opacity_percent(x):\n    return round(min(max(x, 0), 1) * 100)\n")
+
+
 @pytest.mark.e2e
 def test_a_suspect_without_progress_gives_its_turns_on_and_a_workaround_is_reported(
     geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -146,14 +159,7 @@ def test_a_suspect_without_progress_gives_its_turns_on_and_a_workaround_is_repor
     two candidates that fail as the original did move on to the caller, and its fix is a workaround."""
     monkeypatch.setenv(KEYS_ENV, KEY)
     monkeypatch.chdir(geometry)
-    (geometry / "tests" / "test_shapes.py").write_text(
-        "from geometry.shapes import opacity_percent\n\n\ndef test_opacity_percent():\n"
-        "    assert opacity_percent(2.0) == 100\n",
-        encoding="utf-8",
-    )
-    clamp = HELPERS.split("\n\n\n")[1]
-    same = [fenced(clamp.replace("return value", f"return value{tail}")) for tail in (" * 1", " + 0")]
-    caller = fenced("def opacity_percent(x):\n    return round(min(max(x, 0), 1) * 100)\n")
+    same, caller = opacity_only(geometry)
     with ScriptedServer([*same, caller]) as server:
         code = fix(server, "--tests", "tests/test_shapes.py")  # 6 turns: 4 for clamp, 2 for the next
     out, err = capsys.readouterr()
@@ -187,17 +193,9 @@ def test_a_workaround_is_not_taken_while_the_helper_can_still_be_fixed(
     that is the diff, the workaround is left out and no note is said."""
     monkeypatch.setenv(KEYS_ENV, KEY)
     monkeypatch.chdir(geometry)
-    (geometry / "tests" / "test_shapes.py").write_text(
-        "from geometry.shapes import opacity_percent\n\n\ndef test_opacity_percent():\n"
-        "    assert opacity_percent(2.0) == 100\n",
-        encoding="utf-8",
-    )
-    clamp = HELPERS.split("\n\n\n")[1]
-    same = [fenced(clamp.replace("return value", f"return value{tail}")) for tail in (" * 1", " + 0")]
+    same, caller = opacity_only(geometry)
     trace = tmp_path / "trace.json"
-    with ScriptedServer(
-        [*same, fenced("def opacity_percent(x):\n    return round(min(max(x, 0), 1) * 100)\n"), fenced(ONE_LINE)]
-    ) as server:
+    with ScriptedServer([*same, caller, fenced(ONE_LINE)]) as server:
         code = fix(server, "--tests", "tests/test_shapes.py", "--trace", str(trace))
         requests = server.chat_requests()
     out, err = capsys.readouterr()
