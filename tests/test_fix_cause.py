@@ -275,3 +275,21 @@ def test_a_rewritten_body_comes_back_as_its_one_line_fix(
         "-        return low",
         "+        return high",
     ]
+
+
+@pytest.mark.e2e
+def test_told_the_function_the_workaround_is_the_fix_and_the_helper_is_left_alone(
+    geometry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--function opacity_percent: only it may change, so its passing workaround is the fix at once,
+    said as one, and no turn goes to the helper."""
+    monkeypatch.setenv(KEYS_ENV, KEY)
+    monkeypatch.chdir(geometry)
+    _, caller = opacity_only(geometry)
+    with ScriptedServer([caller, fenced(ONE_LINE)]) as server:
+        code = fix(server, "--tests", "tests/test_shapes.py", "--function", "opacity_percent")
+        requests = server.chat_requests()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len(requests) == 1 and out.startswith("--- a/geometry/shapes.py\n")
+    assert "more turns in its scope" not in err and "note: the fix changes `opacity_percent`" in err

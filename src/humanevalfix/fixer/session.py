@@ -370,7 +370,8 @@ def find_fix(
                 )
         tried = [s.function or "the whole file" for s in stages[: len(results)]]
         function = stages[len(results) - 1].function
-        helper = worked_around(function, user_file.path, baseline.values) if fixed else None
+        # --function said which function may change: the helper is not tried behind the user's back.
+        helper = worked_around(function, user_file.path, baseline.values) if fixed and not args.function else None
         chosen, cause_fixed = results[-1], False  # the result whose final candidate is the fix
         if helper is not None and function is not None and results[-1].final_code and helper.path in where.files:
             cause = Stage(helper.function.split(".<locals>.")[0], CAUSE_TURNS, "the workaround's cause", helper.path)
