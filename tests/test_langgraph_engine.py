@@ -620,7 +620,9 @@ def test_fix_with_the_graph_engine_gives_the_same_session(
                     str(trace),
                     "--max-iters",
                     "11",
-                ]  # 8 turns for mean (6 spent), 2 for _total, 2 for the file
+                    "--redraws",
+                    "0",
+                ]  # 8 turns for mean (6 spent), 2 for _total, 2 for the file; each stuck turn escalates
             )
             bodies = [r.body for r in server.chat_requests()]
         out, err = capsys.readouterr()
