@@ -329,7 +329,7 @@ def test_a_reply_ends_at_the_close_of_its_first_code_block_when_asked(tmp_path: 
                 "in three sentences.",
             }
         ],
-        "max_tokens": 160,
+        "max_tokens": 120,
         "temperature": 0.0,
     }
     replies = {}
