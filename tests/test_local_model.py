@@ -325,8 +325,8 @@ def test_a_reply_ends_at_the_close_of_its_first_code_block_when_asked(tmp_path: 
         "messages": [
             {
                 "role": "user",
-                "content": "Write a Python function that adds two numbers in a ```python block, then explain it "
-                "in three sentences.",
+                "content": "Write a Python function add(a, b) in one ```python block. Then write a second "
+                "```python block that calls it and prints the result.",
             }
         ],
         "max_tokens": 120,
