@@ -208,6 +208,7 @@ README_RUNS = [
     "local-0.5b_repair.json",
     "local-0.5b_max-iters-0.json",
     "local-1.5b_tests_repair_rewrite-now.json",
+    "local-1.5b_tests_repair_stop-after-code_rewrite-turns-1.json",
 ]
 # Earlier policies' runs, kept for comparison in docs/results.md.
 RESULTS_MD_RUNS = [
@@ -220,6 +221,8 @@ RESULTS_MD_RUNS = [
     "local-0.5b_tests_repair_redraws-1-turn-0.json",
     "local-0.5b_tests_repair_seeded.json",
     "local-0.5b_tests_repair_rewrite-now_fresh_rewrite-turns-3.json",
+    "local-0.5b_limit-10_2026-11-29.json",
+    "local-1.5b_limit-10_2026-11-29.json",
 ]
 
 
@@ -242,6 +245,7 @@ def test_measured_numbers_come_from_the_results(doc: Path, name: str):
     [
         ("local-0.5b_tests_repair_rewrite-now_fresh.json", "| repair loop (default options) |"),
         ("local-1.5b_tests_repair_rewrite-now.json", "| repair loop, 1.5B "),
+        ("local-1.5b_tests_repair_stop-after-code_rewrite-turns-1.json", "| … `--stop-after-code"),
         ("local-0.5b_hidden_repair.json", "| repair loop | `hidden` |"),
         ("local-0.5b_repair.json", "| repair loop, before `--protocol` |"),
     ],
