@@ -474,18 +474,38 @@ def test_wait_or_kill_at_the_limit_kills_the_group(monkeypatch: pytest.MonkeyPat
 
 
 def test_wait_or_kill_without_pidfd_polls(monkeypatch: pytest.MonkeyPatch, fake_os: FakeOS) -> None:
-    # Two polls: running; the third reaps it (WNOHANG returns its pid), so the final blocking wait
-    # finds no child. NB: the status the poll returned is then lost (wait_or_kill returns 0), a bug
-    # of the no-pidfd path, not asserted here.
+    # Two polls: running; the third reaps it (WNOHANG returns its pid and status), and that status
+    # is the one returned: a blocking wait after it would find no child.
     fake_os.waitpids = [(0, 0), (0, 0), (31, 9), ChildProcessError()]
     clock = iter([0.0, 0.1, 0.2, 0.3, 0.4])
     slept: list[float] = []
     monkeypatch.setattr(procs, "time", types.SimpleNamespace(monotonic=lambda: next(clock), sleep=slept.append))
-    _status, timed_out = procs.wait_or_kill(31, 5.0)
-    assert timed_out is False
+    assert procs.wait_or_kill(31, 5.0) == (9, False)
     assert len(slept) == 2
-    assert [c for c in fake_os.calls if c[0] == "waitpid"] == [("waitpid", 31, os.WNOHANG)] * 3 + [("waitpid", 31, 0)]
+    assert [c for c in fake_os.calls if c[0] == "waitpid"] == [("waitpid", 31, os.WNOHANG)] * 3
     assert not [c for c in fake_os.calls if c[0] in ("kill", "killpg")]
+
+
+@pytest.mark.e2e
+def test_wait_or_kill_without_pidfd_keeps_a_real_childs_exit_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real child that exits 3 and one killed by a signal, without pidfd_open: the polled path
+    returns their statuses, as the pidfd path does (it returned 0, "exited cleanly", for both)."""
+
+    def no_pidfd(pid: int) -> int:
+        raise OSError("no pidfd_open here")
+
+    monkeypatch.setattr(procs.os, "pidfd_open", no_pidfd)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    status, timed_out = procs.wait_or_kill(pid, 10.0)
+    assert (os.WIFEXITED(status), os.WEXITSTATUS(status), timed_out) == (True, 3, False)
+    pid = os.fork()
+    if pid == 0:
+        os.kill(os.getpid(), signal.SIGTERM)
+        os._exit(0)
+    status, timed_out = procs.wait_or_kill(pid, 10.0)
+    assert (os.WIFSIGNALED(status), os.WTERMSIG(status), timed_out) == (True, signal.SIGTERM, False)
 
 
 def test_wait_or_kill_without_pidfd_times_out(monkeypatch: pytest.MonkeyPatch, fake_os: FakeOS) -> None:

@@ -292,6 +292,22 @@ def _await_exits(pidfds: list[int], fallback_s: float) -> None:
             os.close(fd)
 
 
+def _poll_exit(pid: int, timeout: float) -> int | None:
+    """Without a pidfd (kernels before 5.3): poll until `pid` exits. The poll that sees the exit
+    reaps the process, so its wait status is returned from here; None at the limit."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0  # reaped elsewhere: as the blocking wait below reads it
+        if done:
+            return status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.002)
+
+
 def wait_or_kill(pid: int, timeout: float) -> tuple[int, bool]:
     """Wait for `pid` up to `timeout`; kill its group at the limit. (wait status, timed out)."""
     timed_out = False
@@ -304,10 +320,10 @@ def wait_or_kill(pid: int, timeout: float) -> tuple[int, bool]:
         os.close(pidfd)
         timed_out = not ready
     else:
-        deadline = time.monotonic() + timeout
-        while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
-            time.sleep(0.002)
-        timed_out = time.monotonic() >= deadline
+        status = _poll_exit(pid, timeout)
+        if status is not None:
+            return status, False
+        timed_out = True
     if timed_out:
         for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
             try:
