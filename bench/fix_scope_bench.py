@@ -45,6 +45,7 @@ def scopes_of(task: ds.Task, root: Path, task_set: str, timeout: float) -> list[
         user_file,
         tests,
         project=top,
+        timeout_s=timeout,  # as `fix` gives it (--timeout)
     )
     try:
         baseline = executor.check(user_file.source if user_file else "", trace=True)

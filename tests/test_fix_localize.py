@@ -312,3 +312,62 @@ def test_a_failure_is_told_for_the_function_in_scope() -> None:
     assert localizer.failure_for(report, "_last") is second
     assert localizer.failure_for(report, "count") is first
     assert localizer.failure_for(report, None) is first
+
+
+LOOPING_HELPER = '''"""Statistics helpers."""
+
+
+def _total(xs):
+    total, i = 0, 0
+    while i < len(xs):
+        total += xs[i]  # the bug: i never moves on
+    return total
+
+
+def mean(xs):
+    return _total(xs) / len(xs)
+
+
+def count(xs):
+    return len(xs)
+'''
+
+
+def _looping(tmp_path: Path, tests: str) -> tuple[Localizer, RunReport]:
+    (tmp_path / "stats.py").write_text(LOOPING_HELPER, encoding="utf-8")
+    user_file, user_tests = load_user_file(str(tmp_path / "stats.py")), load_tests(tests)
+    inner = fix_executor("auto", Limits(timeout_s=4), read_only_paths(user_file, user_tests))
+    executor = UserTestExecutor(inner, user_file, user_tests, timeout_s=4)
+    try:
+        return Localizer(user_file, user_tests), executor.check(user_file.source)
+    finally:
+        executor.close()
+
+
+@pytest.mark.e2e
+def test_tests_that_hang_are_stopped_before_the_limit_and_point_at_the_loop(tmp_path: Path) -> None:
+    """A helper that loops forever: the driver stops the tests at 85% of --timeout, so the run still
+    reports, with the frames of the loop, and the later test that would hang too is not started."""
+    tests = tmp_path / "test_stats.py"
+    tests.write_text(
+        "from stats import count, mean\n\n\ndef test_count():\n    assert count([1]) == 1\n\n\n"
+        "def test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\ndef test_mean_again():\n    assert mean([4]) == 4\n",
+        encoding="utf-8",
+    )
+    localizer, report = _looping(tmp_path, str(tests))
+    assert report.result.status == "failed", report.result.message
+    (failure,) = report.failures
+    assert failure.error == "StoppedAtTimeLimit" and failure.function == "test_mean"
+    assert failure.frames[0] == Frame("tests", 9, "test_mean") and failure.frames[-1].function == "_total"
+    assert "the tests ran past 3.4 s: stopped here" in report.result.message
+    assert report.summary == "1 failed, 1 passed"  # test_mean_again never started
+    assert [s.name for s in localizer.rank(report)][:2] == ["_total", "mean"]
+
+
+@pytest.mark.e2e
+def test_an_inline_script_that_hangs_is_stopped_too(tmp_path: Path) -> None:
+    localizer, report = _looping(tmp_path, "from stats import mean\nassert mean([1, 2, 3]) == 2\n")
+    assert report.result.status == "failed", report.result.message
+    (failure,) = report.failures
+    assert failure.error == "StoppedAtTimeLimit" and failure.frames[-1].function == "_total"
+    assert localizer.rank(report)[0].name == "_total"

@@ -178,7 +178,7 @@ def run_fix(
         notes.append,
         docker,
     )
-    executor = UserTestExecutor(inner, user_file, tests, on_report, project=root)
+    executor = UserTestExecutor(inner, user_file, tests, on_report, project=root, timeout_s=args.timeout)
     try:
         target = f"`{args.function}`" if args.function else "what the failing tests point to"
         what = (

@@ -251,6 +251,16 @@ def parse_report(raw: ExecResult, nonce: str) -> RunReport:
     )
 
 
+# How much of the executor's limit the tests may take before the driver stops them: the rest is
+# for the interpreter's start before it and the report after it.
+STOP_SHARE = 0.85
+
+
+def stop_after(timeout_s: float | None) -> float | None:
+    """Seconds after the driver starts at which it stops the tests (None: never)."""
+    return None if timeout_s is None else round(timeout_s * STOP_SHARE, 3)
+
+
 @dataclass
 class UserTestExecutor:
     """An Executor for the agent: `run(code, tests)` runs `code` as the user's module against their tests.
@@ -265,10 +275,13 @@ class UserTestExecutor:
     on_report: Callable[[RunReport], None] | None = None
     reports: list[RunReport] = field(default_factory=list)
     project: Path | None = None  # frames anywhere under it are reported, by path
+    # The executor's limit per run (--timeout): the driver stops the tests a little before it
+    # (stop_after), so tests that hang still report where they were; None: not stopped early.
+    timeout_s: float | None = None
 
     def for_file(self, user_file: UserFile) -> UserTestExecutor:
         """The same sandbox, serving candidates as `user_file` (its reports its own)."""
-        return UserTestExecutor(self.inner, user_file, self.tests, self.on_report, [], self.project)
+        return UserTestExecutor(self.inner, user_file, self.tests, self.on_report, [], self.project, self.timeout_s)
 
     @property
     def name(self) -> str:
@@ -303,6 +316,7 @@ class UserTestExecutor:
             },
             "project": str(self.project) if self.project else None,
             "trace": str(self.project) if trace and self.project else None,
+            "stop_after_s": stop_after(self.timeout_s),
         }
         source = "\n\n".join(part.read_text(encoding="utf-8") for part in DRIVER_PARTS)
         return source + f"\n\nmain(json.loads({json.dumps(json.dumps(spec))}))\n"

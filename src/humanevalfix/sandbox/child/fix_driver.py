@@ -27,6 +27,7 @@ import linecache
 import os
 import re
 import reprlib
+import signal
 import sys
 import traceback
 from typing import Any
@@ -48,6 +49,25 @@ FUNCTION_REPR_RE = re.compile(r"<function ([\w.<>]+) at 0x[0-9a-f]+>")
 
 class TestsFailed(AssertionError):
     """Raised last, so the executor records a failure; the report itself is on stdout."""
+
+
+class StoppedAtTimeLimit(Exception):
+    """Raised where the tests are running when `stop_after_s` passes, a little before the executor's
+    own limit would kill the process with no report: a loop that never ends then fails as an
+    exception in the function that loops, with its frames, and the report still goes out. An
+    Exception, not a BaseException, so pytest records it as the test's failure and goes on."""
+
+
+def stop_at(seconds: float | None) -> None:
+    """Arm the one-shot timer (SIGALRM: the driver is the process's main thread)."""
+    if not seconds or not hasattr(signal, "setitimer"):
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise StoppedAtTimeLimit(f"the tests ran past {seconds:g} s: stopped here (--timeout)")
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 class CandidateImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -217,9 +237,11 @@ class PytestCollector:
         self.undefined: list[str] = []
         self.compare: list[str] | None = None
         self.raised: dict[tuple[str, str], tuple[str, BaseException, Any, list[str] | None]] = {}
+        self.session: Any = None
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.rootdir = str(session.config.rootpath)
+        self.session = session
 
     def tidy(self, text: str) -> str:
         for prefix in (os.path.relpath(self.base) + os.sep, self.base.rstrip(os.sep) + os.sep):
@@ -258,6 +280,8 @@ class PytestCollector:
             if raised is not None:
                 function, exc, tb, compare = raised
                 self.entries.append(failure_entry(self.node(report.nodeid), function, exc, tb, self.files, compare))
+                if isinstance(exc, StoppedAtTimeLimit):  # the timer is spent: a later hang would lose the report
+                    self.session.shouldstop = str(exc)
             text = f"___ {title} ___\n{self.tidy(report.longreprtext)}"
             captured = (report.capstdout + report.capstderr).strip()
             if captured:
@@ -364,6 +388,7 @@ def main(spec: dict[str, Any]) -> None:
     search = [p for p in (tests.get("search_dir"), spec["import_root"]) if p]
     sys.path[:0] = [p for p in dict.fromkeys(search) if p not in sys.path]
     tracer = None
+    stop_at(spec.get("stop_after_s"))
     if tests["kind"] == "script":
         tracer = tracer_for(spec)  # type: ignore[name-defined]  # noqa: F821 (fix_trace.py, appended to this source)
     try:

@@ -293,18 +293,15 @@ def _await_exits(pidfds: list[int], fallback_s: float) -> None:
 
 
 def _poll_exit(pid: int, timeout: float) -> int | None:
-    """Without a pidfd (kernels before 5.3): poll until `pid` exits. The poll that sees the exit
-    reaps the process, so its wait status is returned from here; None at the limit."""
+    """Without a pidfd (kernels before 5.3): the wait status the poll that reaps `pid` got; None at the limit."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             return 0  # reaped elsewhere: as the blocking wait below reads it
-        if done:
-            return status
-        if time.monotonic() >= deadline:
-            return None
+        if done or time.monotonic() >= deadline:
+            return status if done else None
         time.sleep(0.002)
 
 
