@@ -70,6 +70,12 @@ def stop_at(seconds: float | None) -> None:
     signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
+def disarm() -> None:
+    """The tests are over: the report must not be cut by the timer."""
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 class CandidateImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves the candidate source for any import that would load the user's file."""
 
@@ -405,6 +411,7 @@ def main(spec: dict[str, Any]) -> None:
         if module is not None and tests["kind"] == "pytest":
             run_pytest(spec, report)
     finally:
+        disarm()
         emit(spec["nonce"], report, user_output.getvalue())
     if report.status == "error":
         raise RuntimeError(f"the tests could not be run: {report.summary}")
