@@ -243,11 +243,9 @@ class PytestCollector:
         self.undefined: list[str] = []
         self.compare: list[str] | None = None
         self.raised: dict[tuple[str, str], tuple[str, BaseException, Any, list[str] | None]] = {}
-        self.session: Any = None
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.rootdir = str(session.config.rootpath)
-        self.session = session
 
     def tidy(self, text: str) -> str:
         for prefix in (os.path.relpath(self.base) + os.sep, self.base.rstrip(os.sep) + os.sep):
@@ -267,6 +265,8 @@ class PytestCollector:
         if call.excinfo is not None:
             function = getattr(item, "originalname", None) or item.name
             self.raised[(item.nodeid, call.when)] = (function, call.excinfo.value, call.excinfo.tb, self.compare)
+            if isinstance(call.excinfo.value, StoppedAtTimeLimit):  # spent: a later hang would lose the report
+                item.session.shouldstop = str(call.excinfo.value)
         self.compare = None
         return None  # pytest makes the report
 
@@ -286,8 +286,6 @@ class PytestCollector:
             if raised is not None:
                 function, exc, tb, compare = raised
                 self.entries.append(failure_entry(self.node(report.nodeid), function, exc, tb, self.files, compare))
-                if isinstance(exc, StoppedAtTimeLimit):  # the timer is spent: a later hang would lose the report
-                    self.session.shouldstop = str(exc)
             text = f"___ {title} ___\n{self.tidy(report.longreprtext)}"
             captured = (report.capstdout + report.capstderr).strip()
             if captured:

@@ -307,7 +307,6 @@ def _poll_exit(pid: int, timeout: float) -> int | None:
 
 def wait_or_kill(pid: int, timeout: float) -> tuple[int, bool]:
     """Wait for `pid` up to `timeout`; kill its group at the limit. (wait status, timed out)."""
-    timed_out = False
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
